@@ -1,0 +1,40 @@
+# The two commands the README promises, for a fresh Debian 12 machine:
+#   make run    install what is needed, build, open the workbench on the demo lab
+#   make test   install what is needed, build, run every test
+# Both call packaging/install-deps.sh (root or sudo), which is idempotent.
+
+PRESET ?= default
+BUILD_DIR := $(if $(filter asan,$(PRESET)),build-asan,build)
+JOBS ?= $(shell nproc)
+
+.PHONY: deps configure build run test asan package screenshot clean
+
+deps:
+	bash packaging/install-deps.sh
+
+configure: deps
+	cmake --preset $(PRESET)
+
+build: configure
+	cmake --build --preset $(PRESET) -j $(JOBS)
+
+# Opens the workbench; without a display it starts a virtual X server for it.
+run: build
+	bash packaging/run-gui.sh $(BUILD_DIR)/app/crosslab
+
+test: build
+	ctest --preset $(PRESET) -j $(JOBS)
+
+asan:
+	$(MAKE) test PRESET=asan
+
+package: build
+	cd $(BUILD_DIR) && cpack -G DEB
+
+# A screenshot of the real window under Xvfb: make screenshot SHOT=docs/screenshot.png
+SHOT ?= docs/screenshot.png
+screenshot: build
+	CROSSLAB_SCREENSHOT=$(SHOT) bash packaging/run-gui.sh $(BUILD_DIR)/app/crosslab
+
+clean:
+	rm -rf build build-asan

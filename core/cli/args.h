@@ -1,0 +1,42 @@
+#pragma once
+// Command-line arguments for one subcommand: declared options, positionals, and a
+// UsageError (exit code 2) for anything that does not fit.
+
+#include <map>
+#include <optional>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+namespace crosslab::cli {
+
+class UsageError : public std::runtime_error {
+ public:
+  using std::runtime_error::runtime_error;
+};
+
+struct OptionSpec {
+  std::string name;   // "--json"
+  bool takesValue;    // "--name NAME" vs a switch
+  std::string help;
+};
+
+class Args {
+ public:
+  // Parses `tokens` against `specs`. "--name=value" and "--name value" both work;
+  // "--" ends options. Unknown options and missing values throw UsageError.
+  Args(const std::vector<std::string>& tokens, const std::vector<OptionSpec>& specs);
+
+  bool has(const std::string& name) const { return values_.count(name) != 0; }
+  std::optional<std::string> value(const std::string& name) const;
+  const std::vector<std::string>& positionals() const { return positionals_; }
+  // The positional at `index`, or UsageError naming `what`.
+  const std::string& positional(size_t index, const std::string& what) const;
+  void expectPositionals(size_t min, size_t max) const;
+
+ private:
+  std::map<std::string, std::string> values_;
+  std::vector<std::string> positionals_;
+};
+
+}  // namespace crosslab::cli

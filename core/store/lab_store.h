@@ -1,0 +1,87 @@
+#pragma once
+// A lab is a folder: lab.sqlite (SQLite, WAL, foreign keys on) plus models/, data/,
+// runs/ and reports/. LabStore opens one, runs pending migrations, and refuses a lab
+// written by a newer schema before touching it.
+
+#include <cstdint>
+#include <filesystem>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "core/store/sqlite_db.h"
+
+namespace crosslab::store {
+
+struct TableCount {
+  std::string table;
+  std::int64_t rows;
+};
+
+struct LabInfo {
+  std::filesystem::path path;
+  std::string name;
+  std::string createdAt;
+  int schemaVersion = 0;
+  std::vector<TableCount> counts;
+};
+
+// One logged training step (metrics row).
+struct MetricRow {
+  std::int64_t step = 0;
+  std::optional<double> loss, lr, epoch, evalLoss, wallSeconds, tokensPerSecond;
+  std::optional<std::int64_t> tokens;
+};
+
+struct NewRun {
+  std::string name;
+  std::string kind = "train";
+  std::string engine = "crosslab";
+  std::string model;
+  std::optional<std::int64_t> totalSteps;
+  std::string runDir;
+  std::string recipeJson;
+};
+
+class LabStore {
+ public:
+  static constexpr const char* kDatabaseName = "lab.sqlite";
+
+  // Creates the folder layout and a fresh lab.sqlite. Fails if a lab is already there.
+  static LabStore create(const std::filesystem::path& dir, const std::string& name);
+  // Opens an existing lab, migrating an older schema (after a backup copy) and refusing
+  // a newer one. Throws StoreError with a one-line reason.
+  static LabStore open(const std::filesystem::path& dir);
+  static bool isLab(const std::filesystem::path& dir);
+
+  LabStore(LabStore&&) noexcept = default;
+  LabStore& operator=(LabStore&&) noexcept = default;
+
+  const std::filesystem::path& dir() const { return dir_; }
+  int schemaVersion();
+  LabInfo info();
+  Database& db() { return db_; }
+
+  // Domain writes used by the CLI and the trainer; each is one transaction.
+  std::int64_t addRun(const NewRun& run);
+  void setRunStatus(std::int64_t runId, const std::string& status, const std::string& reason = {});
+  // Upserts: writing a step that exists replaces it, so a resumed run never doubles a step.
+  void appendMetrics(std::int64_t runId, const std::vector<MetricRow>& rows);
+  std::int64_t addEvent(std::optional<std::int64_t> runId, std::optional<std::int64_t> boxId,
+                        const std::string& type, const std::string& message,
+                        const std::string& dataJson = {});
+
+ private:
+  LabStore(std::filesystem::path dir, Database db);
+  void configureConnection();
+  void migrate();
+
+  std::filesystem::path dir_;
+  Database db_;
+};
+
+// "2026-11-29T16:40:00Z"
+std::string utcNow();
+
+}  // namespace crosslab::store

@@ -1,0 +1,122 @@
+// crosslab-cli as a user runs it: a real child process, its exit codes, stdout, stderr.
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+namespace {
+
+struct Result {
+  int code;
+  QByteArray out;
+  QByteArray err;
+};
+
+Result cli(const QStringList& args) {
+  QProcess p;
+  p.start(CROSSLAB_CLI, args);
+  if (!p.waitForFinished(60000)) return {-1, {}, "timeout"};
+  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, p.readAllStandardOutput(),
+          p.readAllStandardError()};
+}
+
+int lineCount(const QByteArray& text) { return text.trimmed().isEmpty() ? 0 : text.trimmed().count('\n') + 1; }
+
+}  // namespace
+
+class TestCli : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+
+ private slots:
+  void versionPlainAndJson() {
+    auto r = cli({"version"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(r.out.startsWith("crosslab "));
+    r = cli({"version", "--json"});
+    QCOMPARE(r.code, 0);
+    QJsonParseError pe{};
+    const auto doc = QJsonDocument::fromJson(r.out, &pe);
+    QCOMPARE(pe.error, QJsonParseError::NoError);
+    QVERIFY(doc.object().value("version").isString());
+    QVERIFY(doc.object().value("schema_version").toInt() >= 1);
+  }
+
+  void labInitThenInfoJson() {
+    const QString dir = tmp_.filePath("lab1");
+    auto r = cli({"lab", "init", dir, "--name", "first"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(QFile::exists(dir + "/lab.sqlite"));
+    r = cli({"lab", "info", dir, "--json"});
+    QCOMPARE(r.code, 0);
+    QCOMPARE(lineCount(r.out), 1);
+    const auto obj = QJsonDocument::fromJson(r.out).object();
+    QCOMPARE(obj.value("name").toString(), QString("first"));
+    QVERIFY(obj.value("schema_version").toInt() >= 2);
+    const auto counts = obj.value("counts").toObject();
+    for (const char* t : {"labs", "venues", "boxes", "runs", "metrics", "events", "benchmarks", "benchmark_levels",
+                          "samples", "verdicts", "ledger", "friction"})
+      QVERIFY2(counts.contains(t), t);
+    QCOMPARE(counts.value("labs").toInt(), 1);
+    QCOMPARE(counts.value("runs").toInt(), 0);
+    r = cli({"lab", "info", dir});
+    QCOMPARE(r.code, 0);
+    QVERIFY(r.out.contains("schema"));
+  }
+
+  void failuresAreExit1WithOneLine() {
+    const QString dir = tmp_.filePath("lab2");
+    QCOMPARE(cli({"lab", "init", dir}).code, 0);
+    auto r = cli({"lab", "init", dir});  // already a lab
+    QCOMPARE(r.code, 1);
+    QCOMPARE(lineCount(r.err), 1);
+    QVERIFY(r.err.contains("already exists"));
+    r = cli({"lab", "info", tmp_.filePath("nowhere")});
+    QCOMPARE(r.code, 1);
+    QCOMPARE(lineCount(r.err), 1);
+    QVERIFY(r.out.isEmpty());
+    // A corrupt database: exit 1, one line, no crash.
+    QDir().mkpath(tmp_.filePath("junk"));
+    QFile f(tmp_.filePath("junk/lab.sqlite"));
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QByteArray(4096, 'x'));
+    f.close();
+    r = cli({"lab", "info", tmp_.filePath("junk"), "--json"});
+    QCOMPARE(r.code, 1);
+    QCOMPARE(lineCount(r.err), 1);
+    QVERIFY(r.err.contains("not a readable crosslab lab database"));
+  }
+
+  void usageErrorsAreExit2() {
+    QCOMPARE(cli({}).code, 2);
+    QCOMPARE(cli({"frobnicate"}).code, 2);
+    QCOMPARE(cli({"lab"}).code, 2);
+    QCOMPARE(cli({"lab", "explode"}).code, 2);
+    QCOMPARE(cli({"lab", "info"}).code, 2);                      // missing PATH
+    QCOMPARE(cli({"lab", "info", "a", "b"}).code, 2);            // extra argument
+    QCOMPARE(cli({"lab", "info", "a", "--bogus"}).code, 2);      // unknown option
+    QCOMPARE(cli({"lab", "init", "a", "--name"}).code, 2);       // option without value
+    QCOMPARE(cli({"version", "--json=yes"}).code, 2);            // switch with a value
+    const auto r = cli({"frobnicate"});
+    QVERIFY(r.err.contains("unknown command"));
+    QVERIFY(r.out.isEmpty());
+  }
+
+  void everyCommandHasHelp() {
+    auto r = cli({"help"});
+    QCOMPARE(r.code, 0);
+    for (const char* c : {"lab init", "lab info", "version"}) QVERIFY2(r.out.contains(c), c);
+    for (const QStringList& c : {QStringList{"lab", "init"}, QStringList{"lab", "info"}, QStringList{"version"}}) {
+      r = cli(c + QStringList{"--help"});
+      QCOMPARE(r.code, 0);
+      QVERIFY(r.out.startsWith("usage: crosslab-cli " + c.join(' ').toUtf8()));
+    }
+    r = cli({"help", "lab", "info"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(r.out.contains("--json"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCli)
+#include "test_cli.moc"

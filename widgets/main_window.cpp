@@ -1,0 +1,274 @@
+#include "widgets/main_window.h"
+
+#include <build_info.h>
+
+#include <QAction>
+#include <QActionGroup>
+#include <QApplication>
+#include <QCloseEvent>
+#include <QDir>
+#include <QDockWidget>
+#include <QFileDialog>
+#include <QFileInfo>
+#include <QInputDialog>
+#include <QLabel>
+#include <QListWidget>
+#include <QMenuBar>
+#include <QMessageBox>
+#include <QSettings>
+#include <QSplitter>
+#include <QStackedWidget>
+#include <QStatusBar>
+#include <spdlog/spdlog.h>
+
+#include "backends/lab_session.h"
+#include "widgets/empty_state_panel.h"
+#include "widgets/log_panel.h"
+#include "widgets/recent_labs.h"
+#include "widgets/theme.h"
+
+namespace crosslab::widgets {
+namespace {
+
+// What each panel will hold, and what writes its data today. The wording must stay
+// true to the build: a command is named as available only once it exists.
+QVector<PanelSpec> panelSpecs() {
+  return {
+      {QObject::tr("Venues"),
+       QObject::tr("GPU boxes you rent or attach: cloud offers and the availability ladder, "
+                   "SSH boxes, each VM life with its live meter, and teardown."),
+       {"venues", "boxes"},
+       QObject::tr("Written by <code>crosslab-cli venues …</code> and <code>crosslab-cli box …</code>, "
+                   "which arrive with the Venues capability; this build does not have them yet.")},
+      {QObject::tr("Training"),
+       QObject::tr("LoRA runs, local and remote: the run list, live loss and learning-rate charts, "
+                   "the dead-run watchdog, and run comparison."),
+       {"runs", "metrics", "events"},
+       QObject::tr("Written by <code>crosslab-cli train</code> and <code>crosslab-cli demo</code>, "
+                   "which arrive with the LoRA training capability; this build does not have them yet.")},
+      {QObject::tr("Benchmarks"),
+       QObject::tr("Throughput sweeps against any OpenAI-compatible endpoint: tok/s per stream and "
+                   "aggregate per concurrency level, TTFT, TPOT, and $ per million output tokens."),
+       {"benchmarks", "benchmark_levels"},
+       QObject::tr("Written by <code>crosslab-cli bench</code>, which arrives with the serving and "
+                   "benchmark capability; this build does not have it yet.")},
+      {QObject::tr("Review"),
+       QObject::tr("Model outputs side by side with every instrument: JSON validity, mechanical "
+                   "quote verification, judge gates with calibration, and human verdicts."),
+       {"samples", "verdicts"},
+       QObject::tr("Written by <code>crosslab-cli eval …</code>, which arrives with the Review "
+                   "capability; this build does not have it yet.")},
+      {QObject::tr("Ledger"),
+       QObject::tr("Compute versus staging cost per VM life, the friction log, and the report "
+                   "that regenerates the lab's tables from the raw records."),
+       {"ledger", "friction"},
+       QObject::tr("Written as boxes, runs and benchmarks record their costs; no command in this "
+                   "build writes ledger or friction rows yet.")},
+  };
+}
+
+}  // namespace
+
+MainWindow::MainWindow(QWidget* parent)
+    : QMainWindow(parent), session_(new backends::LabSession(this)), theme_(new Theme(this)) {
+  setWindowTitle("crosslab");
+  setWindowIcon(QIcon(":/icons/crosslab.svg"));
+
+  sidebar_ = new QListWidget(this);
+  sidebar_->setObjectName("sidebar");
+  sidebar_->setFrameShape(QFrame::NoFrame);
+  sidebar_->setIconSize(QSize(20, 20));
+  sidebar_->setMaximumWidth(200);
+  stack_ = new QStackedWidget(this);
+  stack_->setObjectName("panels");
+
+  auto* splitter = new QSplitter(this);
+  splitter->addWidget(sidebar_);
+  splitter->addWidget(stack_);
+  splitter->setStretchFactor(1, 1);
+  splitter->setSizes({170, 900});
+  setCentralWidget(splitter);
+
+  log_ = new LogPanel(this);
+  logDock_ = new QDockWidget(tr("Log"), this);
+  logDock_->setObjectName("logDock");
+  logDock_->setWidget(log_);
+  addDockWidget(Qt::BottomDockWidgetArea, logDock_);
+
+  labLabel_ = new QLabel(this);
+  labLabel_->setObjectName("labStatus");
+  statusBar()->addWidget(labLabel_, 1);
+
+  buildPanels();
+  buildMenus();
+  connect(sidebar_, &QListWidget::currentRowChanged, stack_, &QStackedWidget::setCurrentIndex);
+  connect(session_, &backends::LabSession::labChanged, this, &MainWindow::updateLabStatus);
+  showPanel(Training);
+  updateLabStatus();
+  restoreSettings();
+}
+
+MainWindow::~MainWindow() = default;
+
+void MainWindow::buildPanels() {
+  for (const auto& spec : panelSpecs()) {
+    titles_.push_back(spec.title);
+    auto* item = new QListWidgetItem(spec.title, sidebar_);
+    item->setSizeHint(QSize(0, 34));
+    stack_->addWidget(new EmptyStatePanel(spec, session_, stack_));
+  }
+}
+
+void MainWindow::buildMenus() {
+  auto* file = menuBar()->addMenu(tr("&Lab"));
+  auto* newLab = file->addAction(tr("&New Lab…"), this, &MainWindow::onNewLab);
+  newLab->setShortcut(QKeySequence::New);
+  auto* open = file->addAction(tr("&Open Lab…"), this, &MainWindow::onOpenLab);
+  open->setShortcut(QKeySequence::Open);
+  recentMenu_ = file->addMenu(tr("Open &Recent"));
+  recentMenu_->setObjectName("recentMenu");
+  rebuildRecentMenu();
+  file->addSeparator();
+  auto* quit = file->addAction(tr("&Quit"), this, &QWidget::close);
+  quit->setShortcut(QKeySequence::Quit);
+
+  auto* view = menuBar()->addMenu(tr("&View"));
+  for (int i = 0; i < PanelCount; ++i) {
+    auto* a = view->addAction(titles_[i]);
+    a->setObjectName(QString("showPanel%1").arg(i + 1));
+    a->setShortcut(QKeySequence(Qt::CTRL | static_cast<Qt::Key>(Qt::Key_1 + i)));
+    a->setShortcutContext(Qt::ApplicationShortcut);
+    connect(a, &QAction::triggered, this, [this, i] { showPanel(static_cast<Panel>(i)); });
+  }
+  view->addSeparator();
+  view->addAction(logDock_->toggleViewAction());
+  auto* themeMenu = view->addMenu(tr("&Theme"));
+  auto* group = new QActionGroup(this);
+  const QString saved = QSettings().value("ui/theme", "system").toString();
+  for (auto mode : {Theme::Mode::System, Theme::Mode::Light, Theme::Mode::Dark}) {
+    const QString name = Theme::modeName(mode);
+    auto* a = themeMenu->addAction(name == "system" ? tr("Follow System") : name == "light" ? tr("Light") : tr("Dark"));
+    a->setCheckable(true);
+    a->setChecked(name == saved);
+    group->addAction(a);
+    connect(a, &QAction::triggered, this, [this, mode] {
+      theme_->apply(mode);
+      QSettings().setValue("ui/theme", Theme::modeName(mode));
+    });
+  }
+  theme_->apply(Theme::modeFromName(saved));
+
+  auto* help = menuBar()->addMenu(tr("&Help"));
+  help->addAction(tr("&About crosslab"), this, &MainWindow::onAbout);
+}
+
+void MainWindow::showPanel(Panel panel) { sidebar_->setCurrentRow(panel); }
+
+MainWindow::Panel MainWindow::currentPanel() const { return static_cast<Panel>(stack_->currentIndex()); }
+
+QString MainWindow::panelTitle(Panel panel) const { return titles_.value(panel); }
+
+bool MainWindow::openLab(const QString& dir) {
+  QString error;
+  if (!session_->requestOpen(dir, &error)) {
+    showError(tr("Cannot open lab"), tr("%1\n\n%2").arg(QDir::toNativeSeparators(dir), error));
+    return false;
+  }
+  RecentLabs::touch(session_->path());
+  rebuildRecentMenu();
+  return true;
+}
+
+bool MainWindow::createLab(const QString& dir, const QString& name) {
+  QString error;
+  if (!session_->requestCreate(dir, name, &error)) {
+    showError(tr("Cannot create lab"), error);
+    return false;
+  }
+  RecentLabs::touch(session_->path());
+  rebuildRecentMenu();
+  return true;
+}
+
+void MainWindow::onNewLab() {
+  const QString dir = QFileDialog::getSaveFileName(this, tr("New Lab Folder"), QDir::homePath(), {}, nullptr,
+                                                   QFileDialog::ShowDirsOnly);
+  if (dir.isEmpty()) return;
+  bool ok = false;
+  const QString name = QInputDialog::getText(this, tr("New Lab"), tr("Lab name:"), QLineEdit::Normal,
+                                             QFileInfo(dir).fileName(), &ok);
+  if (ok) createLab(dir, name.isEmpty() ? QFileInfo(dir).fileName() : name);
+}
+
+void MainWindow::onOpenLab() {
+  const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Lab Folder"),
+                                                        session_->isOpen() ? session_->path() : QDir::homePath());
+  if (!dir.isEmpty()) openLab(dir);
+}
+
+void MainWindow::onAbout() {
+  QMessageBox::about(this, tr("About crosslab"),
+                     tr("<h3>crosslab %1</h3><p>A workbench that carries a fine-tuning lab from an empty "
+                        "account to published numbers, on any silicon: venues, LoRA training, serving "
+                        "and throughput benchmarks, review with every instrument, and the ledger.</p>"
+                        "<p>Lab schema %2. Built with Qt %3.</p>")
+                         .arg(CROSSLAB_VERSION)
+                         .arg(session_->isOpen() ? QString::number(session_->schemaVersion()) : tr("—"))
+                         .arg(qVersion()));
+}
+
+void MainWindow::rebuildRecentMenu() {
+  recentMenu_->clear();
+  const QStringList labs = RecentLabs::load();
+  for (const QString& path : labs) {
+    auto* a = recentMenu_->addAction(QDir::toNativeSeparators(path));
+    a->setData(path);
+    connect(a, &QAction::triggered, this, [this, path] { openLab(path); });
+  }
+  if (!labs.isEmpty()) {
+    recentMenu_->addSeparator();
+    recentMenu_->addAction(tr("Clear Recent"), this, [this] {
+      RecentLabs::clear();
+      rebuildRecentMenu();
+    });
+  }
+  recentMenu_->setEnabled(!labs.isEmpty());
+}
+
+void MainWindow::updateLabStatus() {
+  if (!session_->isOpen()) {
+    labLabel_->setText(tr("No lab open"));
+    setWindowTitle("crosslab");
+    return;
+  }
+  labLabel_->setText(tr("Lab: %1 — %2 (schema %3)")
+                         .arg(session_->name(), QDir::toNativeSeparators(session_->path()))
+                         .arg(session_->schemaVersion()));
+  setWindowTitle(tr("%1 — crosslab").arg(session_->name()));
+}
+
+void MainWindow::showError(const QString& title, const QString& text) {
+  // Non-blocking: the GUI keeps running and the previous lab stays open behind it.
+  auto* box = new QMessageBox(QMessageBox::Critical, title, text, QMessageBox::Ok, this);
+  box->setObjectName("errorDialog");
+  box->setAttribute(Qt::WA_DeleteOnClose);
+  box->open();
+}
+
+void MainWindow::restoreSettings() {
+  QSettings s;
+  if (!restoreGeometry(s.value("ui/geometry").toByteArray())) resize(1180, 760);
+  restoreState(s.value("ui/state").toByteArray());
+  const int panel = s.value("ui/panel", Training).toInt();
+  if (panel >= 0 && panel < PanelCount) showPanel(static_cast<Panel>(panel));
+}
+
+void MainWindow::closeEvent(QCloseEvent* event) {
+  QSettings s;
+  s.setValue("ui/geometry", saveGeometry());
+  s.setValue("ui/state", saveState());
+  s.setValue("ui/panel", static_cast<int>(currentPanel()));
+  QMainWindow::closeEvent(event);
+}
+
+}  // namespace crosslab::widgets

@@ -1,0 +1,72 @@
+#pragma once
+// The workbench window: a sidebar of the five panels (Ctrl+1…5), the lab menus
+// (new / open / recent), a status bar naming the open lab, and a log dock.
+
+#include <QMainWindow>
+#include <QVector>
+
+class QListWidget;
+class QStackedWidget;
+class QMenu;
+class QLabel;
+class QDockWidget;
+class QActionGroup;
+
+namespace crosslab::backends {
+class LabSession;
+}
+
+namespace crosslab::widgets {
+
+class LogPanel;
+class Theme;
+
+class MainWindow : public QMainWindow {
+  Q_OBJECT
+ public:
+  enum Panel { Venues = 0, Training, Benchmarks, Review, Ledger, PanelCount };
+
+  explicit MainWindow(QWidget* parent = nullptr);
+  ~MainWindow() override;
+
+  // Opens the lab at `dir`. On failure shows an error dialog (non-blocking) and keeps
+  // the lab that was open. Returns whether the lab was opened.
+  bool openLab(const QString& dir);
+  bool createLab(const QString& dir, const QString& name);
+
+  void showPanel(Panel panel);
+  Panel currentPanel() const;
+  QString panelTitle(Panel panel) const;
+
+  backends::LabSession* session() const { return session_; }
+  QMenu* recentMenu() const { return recentMenu_; }
+  LogPanel* logPanel() const { return log_; }
+
+ protected:
+  void closeEvent(QCloseEvent* event) override;
+
+ private slots:
+  void onNewLab();
+  void onOpenLab();
+  void onAbout();
+  void rebuildRecentMenu();
+  void updateLabStatus();
+
+ private:
+  void buildPanels();
+  void buildMenus();
+  void showError(const QString& title, const QString& text);
+  void restoreSettings();
+
+  backends::LabSession* session_;
+  Theme* theme_;
+  QListWidget* sidebar_;
+  QStackedWidget* stack_;
+  QMenu* recentMenu_ = nullptr;
+  QLabel* labLabel_;
+  QDockWidget* logDock_;
+  LogPanel* log_;
+  QVector<QString> titles_;
+};
+
+}  // namespace crosslab::widgets
