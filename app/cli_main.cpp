@@ -1,20 +1,28 @@
-// crosslab-cli: the headless engine and tools. Wiring only; commands live in core/cli.
+// crosslab-cli: the headless engine and tools. Wiring only: commands live in core/cli
+// (Qt-free) and backends/cli (outside world).
+#include <QCoreApplication>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
+#include <cstdlib>
 #include <iostream>
 #include <string>
 #include <vector>
 
+#include "backends/cli/backend_commands.h"
 #include "core/cli/command.h"
 
 int main(int argc, char** argv) {
+  // Commands that use Qt Network need an application object; it needs no display.
+  QCoreApplication app(argc, argv);
   // Logs go to stderr so that stdout carries only results (JSON, ids, text).
   auto logger = spdlog::stderr_color_mt("crosslab");
   logger->set_level(spdlog::level::warn);
   if (const char* level = std::getenv("CROSSLAB_LOG")) logger->set_level(spdlog::level::from_str(level));
   spdlog::set_default_logger(logger);
 
+  auto commands = crosslab::cli::coreCommands();
+  crosslab::backends::addBackendCommands(commands);
   std::vector<std::string> args(argv + 1, argv + argc);
-  return crosslab::cli::runCli(args, std::cout, std::cerr);
+  return crosslab::cli::runCli(commands, args, std::cout, std::cerr);
 }

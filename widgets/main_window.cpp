@@ -218,7 +218,11 @@ void MainWindow::onAbout() {
 }
 
 void MainWindow::rebuildRecentMenu() {
-  recentMenu_->clear();
+  // Called from a recent entry's own triggered() signal: delete old actions later, not now.
+  for (auto* old : recentMenu_->actions()) {
+    recentMenu_->removeAction(old);
+    old->deleteLater();
+  }
   const QStringList labs = RecentLabs::load();
   for (const QString& path : labs) {
     auto* a = recentMenu_->addAction(QDir::toNativeSeparators(path));

@@ -64,15 +64,15 @@ std::vector<const Command*> family(const std::vector<Command>& commands, const s
 
 }  // namespace
 
-std::vector<Command> allCommands() {
+std::vector<Command> coreCommands() {
   std::vector<Command> commands;
   addLabCommands(commands);
   addVersionCommands(commands);
   return commands;
 }
 
-int runCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err) {
-  const auto commands = allCommands();
+int runCli(const std::vector<Command>& commands, const std::vector<std::string>& argv, std::ostream& out,
+           std::ostream& err) {
   if (argv.empty()) {
     printCommandList(commands, err);
     return 2;
@@ -81,7 +81,7 @@ int runCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream
     if (argv.size() > 1) {  // "help lab info" == "lab info --help"
       std::vector<std::string> rest(argv.begin() + 1, argv.end());
       rest.push_back("--help");
-      return runCli(rest, out, err);
+      return runCli(commands, rest, out, err);
     }
     printCommandList(commands, out);
     return 0;

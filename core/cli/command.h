@@ -25,14 +25,16 @@ struct Command {
   std::function<int(const Args&, Context&)> run;
 };
 
-// Every subcommand, in the order `crosslab-cli help` lists them.
-std::vector<Command> allCommands();
+// The subcommands implemented in core (Qt-free), in the order `help` lists them.
+// backends/ adds the ones that talk to the outside (HTTP, SSH); app/ joins both lists.
+std::vector<Command> coreCommands();
 
 // Registration hooks, one per command family (each in its own .cpp).
 void addVersionCommands(std::vector<Command>& commands);
 void addLabCommands(std::vector<Command>& commands);
 
 // Entry point used by app/cli_main.cpp and by in-process tests.
-int runCli(const std::vector<std::string>& argv, std::ostream& out, std::ostream& err);
+int runCli(const std::vector<Command>& commands, const std::vector<std::string>& argv, std::ostream& out,
+           std::ostream& err);
 
 }  // namespace crosslab::cli
