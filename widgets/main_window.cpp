@@ -19,6 +19,7 @@
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QStatusBar>
+#include <QStyle>
 #include <spdlog/spdlog.h>
 
 #include "backends/lab_session.h"
@@ -79,6 +80,7 @@ MainWindow::MainWindow(QWidget* parent)
   sidebar_->setFrameShape(QFrame::NoFrame);
   sidebar_->setIconSize(QSize(20, 20));
   sidebar_->setMaximumWidth(200);
+  sidebar_->setStyleSheet("QListWidget#sidebar::item { padding-left: 10px; }");
   stack_ = new QStackedWidget(this);
   stack_->setObjectName("panels");
 
@@ -94,6 +96,7 @@ MainWindow::MainWindow(QWidget* parent)
   logDock_->setObjectName("logDock");
   logDock_->setWidget(log_);
   addDockWidget(Qt::BottomDockWidgetArea, logDock_);
+  resizeDocks({logDock_}, {150}, Qt::Vertical);
 
   labLabel_ = new QLabel(this);
   labLabel_->setObjectName("labStatus");
@@ -111,9 +114,12 @@ MainWindow::MainWindow(QWidget* parent)
 MainWindow::~MainWindow() = default;
 
 void MainWindow::buildPanels() {
+  const QStyle::StandardPixmap icons[] = {QStyle::SP_DriveNetIcon, QStyle::SP_MediaPlay, QStyle::SP_ComputerIcon,
+                                          QStyle::SP_FileDialogDetailedView, QStyle::SP_FileDialogListView};
+  int i = 0;
   for (const auto& spec : panelSpecs()) {
     titles_.push_back(spec.title);
-    auto* item = new QListWidgetItem(spec.title, sidebar_);
+    auto* item = new QListWidgetItem(style()->standardIcon(icons[i++]), spec.title, sidebar_);
     item->setSizeHint(QSize(0, 34));
     stack_->addWidget(new EmptyStatePanel(spec, session_, stack_));
   }
