@@ -18,6 +18,8 @@ packages=(
   openssh-server openssh-client
   # GUI under a virtual X server (screenshots, `make run` without a display)
   xvfb xauth x11-utils
+  # packaging checks: the .deb, its desktop file and AppStream metainfo
+  dpkg-dev desktop-file-utils appstream
 )
 
 if [ "$(id -u)" -eq 0 ]; then SUDO=(); else SUDO=(sudo); fi
