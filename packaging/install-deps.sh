@@ -16,6 +16,8 @@ packages=(
   libyaml-cpp-dev libcpp-httplib-dev libssh-dev
   # SSH tests run a real OpenSSH server on loopback
   openssh-server openssh-client
+  # independent references in tests (Debian's python3, not a virtualenv)
+  python3 python3-yaml
   # GUI under a virtual X server (screenshots, `make run` without a display)
   xvfb xauth x11-utils
   # packaging checks: the .deb, its desktop file and AppStream metainfo
