@@ -27,6 +27,7 @@
 #include "widgets/log_panel.h"
 #include "widgets/recent_labs.h"
 #include "widgets/theme.h"
+#include "widgets/training_panel.h"
 
 namespace crosslab::widgets {
 namespace {
@@ -121,7 +122,10 @@ void MainWindow::buildPanels() {
     titles_.push_back(spec.title);
     auto* item = new QListWidgetItem(style()->standardIcon(icons[i++]), spec.title, sidebar_);
     item->setSizeHint(QSize(0, 34));
-    stack_->addWidget(new EmptyStatePanel(spec, session_, stack_));
+    if (spec.title == tr("Training"))
+      stack_->addWidget(new TrainingPanel(session_, stack_));
+    else
+      stack_->addWidget(new EmptyStatePanel(spec, session_, stack_));
   }
 }
 
