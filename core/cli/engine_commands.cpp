@@ -61,12 +61,43 @@ tokenizer::BpeTokenizer loadTokenizer(const fs::path& dir) {
   return tokenizer::BpeTokenizer::load(dir / "tokenizer.json");
 }
 
+// Numeric option values; a malformed one is a usage error naming the option.
+long long intOption(const Args& args, const std::string& name, long long fallback, long long min, long long max) {
+  const auto v = args.value(name);
+  if (!v) return fallback;
+  size_t used = 0;
+  long long x = 0;
+  try {
+    x = std::stoll(*v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v->size() || x < min || x > max)
+    throw UsageError(name + " must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+  return x;
+}
+
+double numberOption(const Args& args, const std::string& name, double fallback, double min, double max) {
+  const auto v = args.value(name);
+  if (!v) return fallback;
+  size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(*v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v->size() || !(x >= min && x <= max))
+    throw UsageError(name + " must be a number in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+  return x;
+}
+
 infer::EngineOptions engineOptions(const Args& args) {
   infer::EngineOptions o;
   o.dtype = args.value("--dtype").value_or("f32");
   if (o.dtype != "f32" && o.dtype != "bf16") throw UsageError("--dtype must be f32 or bf16");
   o.device = args.value("--device").value_or("cpu");
-  if (auto t = args.value("--threads")) o.threads = std::stoi(*t);
+  o.threads = int(intOption(args, "--threads", 0, 0, 1024));
   if (args.has("--adapter")) throw std::runtime_error("--adapter: LoRA adapters are not supported by the local engine yet");
   return o;
 }
@@ -138,11 +169,11 @@ int generate(const Args& args, Context& ctx) {
   } else {
     throw UsageError("give --prompt TEXT or --prompt-ids JSON");
   }
-  g.maxTokens = std::stoi(args.value("--max-tokens").value_or("128"));
-  g.sampling.temperature = std::stod(args.value("--temperature").value_or("0"));
-  g.sampling.topP = std::stod(args.value("--top-p").value_or("1"));
-  g.sampling.topK = std::stoi(args.value("--top-k").value_or("0"));
-  g.sampling.seed = std::stoull(args.value("--seed").value_or("0"));
+  g.maxTokens = int(intOption(args, "--max-tokens", 128, 0, 1 << 20));
+  g.sampling.temperature = numberOption(args, "--temperature", 0, 0, 100);
+  g.sampling.topP = numberOption(args, "--top-p", 1, 1e-9, 1);
+  g.sampling.topK = int(intOption(args, "--top-k", 0, 0, 1 << 30));
+  g.sampling.seed = uint64_t(intOption(args, "--seed", 0, 0, INT64_MAX));
   if (auto s = args.value("--stop")) g.stopStrings.push_back(*s);
   g.ignoreEos = args.has("--ignore-eos");
   const bool asJson = args.has("--json");
