@@ -98,7 +98,7 @@ infer::EngineOptions engineOptions(const Args& args) {
   if (o.dtype != "f32" && o.dtype != "bf16") throw UsageError("--dtype must be f32 or bf16");
   o.device = args.value("--device").value_or("cpu");
   o.threads = int(intOption(args, "--threads", 0, 0, 1024));
-  if (args.has("--adapter")) throw std::runtime_error("--adapter: LoRA adapters are not supported by the local engine yet");
+  o.adapter = args.value("--adapter").value_or("");
   return o;
 }
 

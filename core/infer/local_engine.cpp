@@ -72,6 +72,7 @@ std::unique_ptr<LocalEngine> LocalEngine::open(const std::filesystem::path& dir,
   }
   c10::InferenceMode guard;
   auto impl = std::make_unique<Impl>(Impl{model::LlamaModel::load(dir, parseDtype(options.dtype), device), std::nullopt});
+  if (!options.adapter.empty()) impl->model.mergeLoraAdapter(options.adapter);
   if (std::filesystem::exists(dir / "tokenizer.json")) impl->tok = tokenizer::BpeTokenizer::load(dir / "tokenizer.json");
   return std::unique_ptr<LocalEngine>(new LocalEngine(std::move(impl)));
 }

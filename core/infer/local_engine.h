@@ -22,6 +22,7 @@ struct EngineOptions {
   std::string dtype = "f32";   // f32 | bf16
   std::string device = "cpu";  // any libtorch device string: cpu, cuda, cuda:1 (ROCm builds say cuda)
   int threads = 0;             // 0 = every core
+  std::string adapter;         // PEFT LoRA folder merged into the weights at load; empty = none
 };
 
 struct GenerateOptions {

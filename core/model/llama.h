@@ -49,6 +49,11 @@ class LlamaModel {
 
   KvCache makeCache(int64_t batch, int64_t capacity) const;
 
+  // Merges a PEFT LoRA adapter (adapter_config.json + adapter_model.safetensors) into the
+  // weights: W += scaling * B A, computed in fp32 (scaling = lora_alpha / r, or
+  // lora_alpha / sqrt(r) with use_rslora). Throws naming the bad file or tensor.
+  void mergeLoraAdapter(const std::filesystem::path& adapterDir);
+
   const ModelConfig& config() const { return config_; }
   LlamaWeights& weights() { return weights_; }  // trainers attach LoRA around these
   at::ScalarType dtype() const { return dtype_; }

@@ -146,6 +146,7 @@ BpeTokenizer BpeTokenizer::fromJson(std::string_view jsonText) {
     if (!byteLevelToBytes(it.key(), bytes)) fail("vocab token '" + it.key() + "' is not byte-level: not byte-level BPE");
     t.vocab_[it.key()] = id;
     if (size_t(id) >= t.idToBytes_.size()) t.idToBytes_.resize(size_t(id) + 1);
+    if (!t.idToBytes_[size_t(id)].empty() || bytes.empty()) fail("vocab id " + std::to_string(id) + " is used twice or empty");
     t.idToBytes_[size_t(id)] = bytes;
   }
   const auto table = byteToCodepoint();

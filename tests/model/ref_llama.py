@@ -5,6 +5,8 @@ with its own parser (not crosslab's).
 
   ref_llama.py CKPT IDS_JSON --logits OUT.f32 [--dtype f32|bf16]   all positions, raw float32 [T, vocab]
   ref_llama.py CKPT IDS_JSON --greedy N [--dtype f32|bf16]          prints {"ids": [...], "margins": [...]}
+  either with [--adapter DIR]: a PEFT LoRA adapter applied unmerged, as PEFT's lora.Linear does:
+  y = W x + B(A(x)) * scaling in the adapter's fp32, scaling = lora_alpha / r (/ sqrt(r) with use_rslora)
 
 Semantics (transformers/models/llama/modeling_llama.py):
 - RMSNorm: x.float(); x * rsqrt(mean(x^2) + eps); weight * x.to(input dtype)
@@ -77,7 +79,7 @@ def rotate_half(x):
     return torch.cat((-b, a), dim=-1)
 
 
-def forward(cfg, w, ids, dtype):
+def forward(cfg, w, ids, dtype, lora=None):
     """ids: [T] -> logits [T, vocab] fp32, a full causal pass (no cache)."""
     nh, hdim = cfg["num_attention_heads"], cfg["hidden_size"]
     nkv = cfg.get("num_key_value_heads", nh)
@@ -90,7 +92,13 @@ def forward(cfg, w, ids, dtype):
     emb = torch.cat((freqs, freqs), dim=-1)
     cos, sin = emb.cos().to(dtype), emb.sin().to(dtype)
     mask = torch.full((T, T), torch.finfo(dtype).min, dtype=dtype).triu(1)
-    lin = lambda t, p: F.linear(t, w[p + ".weight"], w.get(p + ".bias"))  # noqa: E731
+    def lin(t, p):
+        y = F.linear(t, w[p + ".weight"], w.get(p + ".bias"))
+        if lora and p in lora:
+            a, b, scaling = lora[p]
+            y = (y + F.linear(F.linear(t.float(), a), b) * scaling).to(y.dtype)
+        return y
+
     for i in range(cfg["num_hidden_layers"]):
         p = f"model.layers.{i}."
         h = rms(x, w[p + "input_layernorm.weight"], eps)
@@ -119,13 +127,25 @@ def main():
     with open(ckpt + "/config.json") as f:
         cfg = json.load(f)
     w = {k: v.to(dtype) for k, v in read_safetensors(ckpt + "/model.safetensors").items()}
+    lora = None
+    if "--adapter" in opts:
+        with open(opts["--adapter"] + "/adapter_config.json") as f:
+            acfg = json.load(f)
+        r = acfg["r"]
+        scaling = acfg["lora_alpha"] / (math.sqrt(r) if acfg.get("use_rslora") else r)
+        aw = read_safetensors(opts["--adapter"] + "/adapter_model.safetensors")
+        lora = {}
+        for name, t in aw.items():
+            if name.endswith(".lora_A.weight"):
+                module = name[len("base_model.model."):-len(".lora_A.weight")]
+                lora[module] = (t.float(), aw[name.replace("lora_A", "lora_B")].float(), scaling)
     with torch.no_grad():
         if "--logits" in opts:
-            forward(cfg, w, ids, dtype).numpy().astype("<f4").tofile(opts["--logits"])
+            forward(cfg, w, ids, dtype, lora).numpy().astype("<f4").tofile(opts["--logits"])
             return
         seq, margins = list(ids), []
         for _ in range(int(opts["--greedy"])):
-            last = forward(cfg, w, seq, dtype)[-1]
+            last = forward(cfg, w, seq, dtype, lora)[-1]
             top = torch.topk(last, 2)
             margins.append(float(top.values[0] - top.values[1]))
             seq.append(int(top.indices[0]))

@@ -146,6 +146,35 @@ class TestLlamaReference : public QObject {
     QCOMPARE(gen.value("ids").toArray(), refGen.value("ids").toArray());
   }
 
+  // A PEFT adapter merged at load (W + s B A) against the reference's unmerged LoRA branch.
+  void loraAdapter_data() {
+    QTest::addColumn<bool>("rslora");
+    QTest::newRow("alpha/r") << false;
+    QTest::newRow("rslora alpha/sqrt(r)") << true;
+  }
+
+  void loraAdapter() {
+    QFETCH(bool, rslora);
+    TinyLlamaSpec spec;
+    spec.kvHeads = 2;
+    spec.seed = 77;
+    const QString dir = makeModel(QString("lora-base-%1").arg(rslora), spec);
+    const QString adapter = tmp_.filePath(QString("lora-%1").arg(rslora));
+    crosslab::testing::writeTinyLora(adapter.toStdString(), spec, 8, 16.0, rslora, 3);
+    const auto ids = randomIds(24, int(spec.vocab), 9);
+    const QString ours = adapter + "/ours.f32", ref = adapter + "/ref.f32", base = adapter + "/base.f32";
+    auto r = run(CROSSLAB_CLI, {"forward", "--model", dir, "--adapter", adapter, "--ids", idsJson(ids), "--dump-logits", ours});
+    QVERIFY2(r.code == 0, r.err.constData());
+    r = run(CROSSLAB_CLI, {"forward", "--model", dir, "--ids", idsJson(ids), "--dump-logits", base});
+    QVERIFY2(r.code == 0, r.err.constData());
+    r = run(PYTHON3, {REF_LLAMA_PY, dir, idsJson(ids), "--logits", ref, "--adapter", adapter});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const double diff = maxAbsDiff(readFloats(ours), readFloats(ref)), effect = maxAbsDiff(readFloats(base), readFloats(ref));
+    qInfo("LoRA logits: max abs diff %.3g vs reference (the adapter moves logits by up to %.3g)", diff, effect);
+    QVERIFY2(diff <= 1e-4, qPrintable(QString::number(diff)));
+    QVERIFY(effect > 1e-2);  // the adapter really changed the model
+  }
+
   // bf16 compute against the reference run in bf16 with the same op order, and against fp32.
   // bf16 keeps 8 significant bits (unit roundoff 2^-9 ~ 0.2%); every matmul output, norm
   // output and residual add is rounded, so after 2 layers logits of magnitude L differ by a

@@ -109,4 +109,39 @@ std::string writeTinyLlama(const std::string& dir, const TinyLlamaSpec& s) {
   return text;
 }
 
+void writeTinyLora(const std::string& dir, const TinyLlamaSpec& s, int r, double alpha, bool rslora, uint32_t seed) {
+  std::filesystem::create_directories(dir);
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal(0.f, 1.f);
+  const int64_t hd = s.hidden / s.heads;
+  struct Module {
+    const char* name;
+    int64_t out, in;
+  };
+  const Module modules[] = {{"self_attn.q_proj", s.heads * hd, s.hidden},   {"self_attn.k_proj", s.kvHeads * hd, s.hidden},
+                            {"self_attn.v_proj", s.kvHeads * hd, s.hidden}, {"self_attn.o_proj", s.hidden, s.heads * hd},
+                            {"mlp.gate_proj", s.intermediate, s.hidden},    {"mlp.up_proj", s.intermediate, s.hidden},
+                            {"mlp.down_proj", s.hidden, s.intermediate}};
+  std::vector<std::vector<float>> data;
+  data.reserve(size_t(s.layers) * 14);
+  std::vector<model::TensorToWrite> out;
+  for (int64_t i = 0; i < s.layers; ++i)
+    for (const auto& m : modules) {
+      const std::string p = "base_model.model.model.layers." + std::to_string(i) + "." + m.name;
+      for (int ab = 0; ab < 2; ++ab) {
+        const std::vector<int64_t> shape = ab == 0 ? std::vector<int64_t>{r, m.in} : std::vector<int64_t>{m.out, r};
+        data.emplace_back(size_t(shape[0] * shape[1]));
+        for (auto& x : data.back()) x = 0.1f * normal(rng);
+        out.push_back({p + (ab == 0 ? ".lora_A.weight" : ".lora_B.weight"), model::DType::F32, shape, data.back().data(),
+                       data.back().size() * 4});
+      }
+    }
+  model::writeSafetensors(std::filesystem::path(dir) / "adapter_model.safetensors", out);
+  nlohmann::json cfg = {{"peft_type", "LORA"},     {"task_type", "CAUSAL_LM"}, {"r", r},
+                        {"lora_alpha", alpha},     {"lora_dropout", 0.0},      {"bias", "none"},
+                        {"use_rslora", rslora},    {"fan_in_fan_out", false},  {"inference_mode", true},
+                        {"target_modules", {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"}}};
+  model::writeFileAtomically(std::filesystem::path(dir) / "adapter_config.json", cfg.dump(2));
+}
+
 }  // namespace crosslab::testing

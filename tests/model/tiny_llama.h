@@ -25,4 +25,8 @@ struct TinyLlamaSpec {
 // Returns the config.json text it wrote.
 std::string writeTinyLlama(const std::string& dir, const TinyLlamaSpec& spec);
 
+// A PEFT LoRA adapter for a checkpoint of `spec`: every linear layer of every block,
+// non-zero A [r, in] and B [out, r] (F32), adapter_config.json with r / lora_alpha.
+void writeTinyLora(const std::string& dir, const TinyLlamaSpec& spec, int r, double alpha, bool rslora, uint32_t seed);
+
 }  // namespace crosslab::testing
