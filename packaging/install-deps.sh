@@ -10,7 +10,10 @@ packages=(
   qt6-base-dev qt6-base-dev-tools qt6-charts-dev qt6-svg-dev qt6-qpa-plugins libqt6opengl6-dev
   libgl-dev fonts-dejavu-core
   # engine: libtorch with a fast BLAS (reference BLAS is ~30x slower)
-  libtorch-dev libopenblas0-openmp
+  libtorch-dev libopenblas0-openmp libicu-dev
+  # engine tests: an independent PyTorch reference (tests/model/ref_llama.py) and node,
+  # which runs the real Llama 3 tokenizer (npm @lenml/tokenizers) for conformance
+  python3-torch python3-numpy nodejs
   # store, JSON, logging, YAML, HTTP, SSH
   libsqlite3-dev sqlite3 nlohmann-json3-dev libspdlog-dev libfmt-dev
   libyaml-cpp-dev libcpp-httplib-dev libssh-dev
@@ -32,6 +35,9 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+
+# npm: bundled with NodeSource's nodejs (this image); Debian's nodejs needs the npm package.
+if ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"
