@@ -246,7 +246,7 @@ at::Tensor LlamaModel::hidden(const at::Tensor& ids, KvCache* cache) const {
   for (size_t l = 0; l < weights_.layers.size(); ++l) {
     const auto& w = weights_.layers[l];
     x = x + attention(w, rmsNorm(x, w.inputNorm, config_.rmsNormEps), cos, sin, positions, cache, l);
-    x = x + mlp(w, rmsNorm(x, w.postNorm, config_.rmsNormEps));
+    x = x + mlp(w, rmsNorm(x, w.postNorm, config_.rmsNormEps), l);
   }
   if (cache)
     for (auto& len : cache->lengths) len += T;
@@ -262,9 +262,9 @@ at::Tensor LlamaModel::attention(const LlamaLayerWeights& w, const at::Tensor& h
                                  size_t layer) const {
   const int64_t B = h.size(0), T = h.size(1), nh = config_.numHeads, nkv = config_.numKvHeads, hd = config_.headDim;
   const int64_t rep = nh / nkv;
-  at::Tensor q = project(h, w.wq, w.bq).view({B, T, nh, hd}).transpose(1, 2);   // [B, nh, T, hd]
-  at::Tensor k = project(h, w.wk, w.bk).view({B, T, nkv, hd}).transpose(1, 2);  // [B, nkv, T, hd]
-  at::Tensor v = project(h, w.wv, w.bv).view({B, T, nkv, hd}).transpose(1, 2);  // [B, nkv, T, hd]
+  at::Tensor q = linear(layer, Proj::Q, h, w.wq, w.bq).view({B, T, nh, hd}).transpose(1, 2);   // [B, nh, T, hd]
+  at::Tensor k = linear(layer, Proj::K, h, w.wk, w.bk).view({B, T, nkv, hd}).transpose(1, 2);  // [B, nkv, T, hd]
+  at::Tensor v = linear(layer, Proj::V, h, w.wv, w.bv).view({B, T, nkv, hd}).transpose(1, 2);  // [B, nkv, T, hd]
   q = q * cos + rotateHalf(q) * sin;
   k = k * cos + rotateHalf(k) * sin;
   bool needMask = T > 1;
@@ -294,11 +294,34 @@ at::Tensor LlamaModel::attention(const LlamaLayerWeights& w, const at::Tensor& h
   }
   const at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(dtype_);
   const at::Tensor o = at::matmul(probs, v).view({B, nh, T, hd}).transpose(1, 2).reshape({B, T, nh * hd});
-  return project(o, w.wo, w.bo);
+  return linear(layer, Proj::O, o, w.wo, w.bo);
 }
 
-at::Tensor LlamaModel::mlp(const LlamaLayerWeights& w, const at::Tensor& h) const {
-  return project(at::silu(project(h, w.wGate, w.bGate)) * project(h, w.wUp, w.bUp), w.wDown, w.bDown);
+at::Tensor LlamaModel::mlp(const LlamaLayerWeights& w, const at::Tensor& h, size_t layer) const {
+  const at::Tensor gated = at::silu(linear(layer, Proj::Gate, h, w.wGate, w.bGate)) * linear(layer, Proj::Up, h, w.wUp, w.bUp);
+  return linear(layer, Proj::Down, gated, w.wDown, w.bDown);
+}
+
+at::Tensor LlamaModel::linear(size_t layer, Proj p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const {
+  at::Tensor y = project(x, w, b);
+  if (delta_) {
+    const at::Tensor d = delta_->delta(layer, p, x);
+    if (d.defined()) y = y + d.to(y.scalar_type());
+  }
+  return y;
+}
+
+const char* projName(Proj p) {
+  switch (p) {
+    case Proj::Q: return "q_proj";
+    case Proj::K: return "k_proj";
+    case Proj::V: return "v_proj";
+    case Proj::O: return "o_proj";
+    case Proj::Gate: return "gate_proj";
+    case Proj::Up: return "up_proj";
+    case Proj::Down: return "down_proj";
+  }
+  return "?";
 }
 
 }  // namespace crosslab::model

@@ -19,6 +19,19 @@ namespace crosslab::model {
 
 class CheckpointFiles;
 
+// The seven linear projections of a decoder layer (LoRA's target modules).
+enum class Proj { Q, K, V, O, Gate, Up, Down };
+const char* projName(Proj p);  // "q_proj" … "down_proj"
+
+// Adds a term to a projection's output, y = x Wᵀ + b + delta(x): LoRA while training (A, B
+// with gradients), and per-request adapters in the server. Returning an undefined tensor
+// adds nothing. x is [B, T, in]; the result must broadcast to [B, T, out].
+class ProjectionDelta {
+ public:
+  virtual ~ProjectionDelta() = default;
+  virtual at::Tensor delta(size_t layer, Proj proj, const at::Tensor& x) const = 0;
+};
+
 struct LlamaLayerWeights {
   at::Tensor inputNorm, postNorm;  // [H]
   at::Tensor wq, wk, wv, wo;       // [nh*hd, H], [nkv*hd, H] x2, [H, nh*hd]
@@ -54,6 +67,11 @@ class LlamaModel {
   // lora_alpha / sqrt(r) with use_rslora). Throws naming the bad file or tensor.
   void mergeLoraAdapter(const std::filesystem::path& adapterDir);
 
+  // Consulted by every projection of every layer until replaced; nullptr = none. The model
+  // does not own a training graph: it neither enables nor disables autograd itself.
+  void setProjectionDelta(std::shared_ptr<const ProjectionDelta> delta) { delta_ = std::move(delta); }
+  const ProjectionDelta* projectionDelta() const { return delta_.get(); }
+
   const ModelConfig& config() const { return config_; }
   LlamaWeights& weights() { return weights_; }  // trainers attach LoRA around these
   at::ScalarType dtype() const { return dtype_; }
@@ -63,14 +81,17 @@ class LlamaModel {
   LlamaModel(ModelConfig config, at::ScalarType dtype, at::Device device);
   at::Tensor attention(const LlamaLayerWeights& w, const at::Tensor& h, const at::Tensor& cos, const at::Tensor& sin,
                        const at::Tensor& positions, KvCache* cache, size_t layer) const;
-  at::Tensor mlp(const LlamaLayerWeights& w, const at::Tensor& h) const;
+  at::Tensor mlp(const LlamaLayerWeights& w, const at::Tensor& h, size_t layer) const;
+  // project() plus the delta hook.
+  at::Tensor linear(size_t layer, Proj p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const;
 
   ModelConfig config_;
   at::ScalarType dtype_;
   at::Device device_;
   at::Tensor invFreq_;  // [hd/2] fp32
   LlamaWeights weights_;
-  std::shared_ptr<CheckpointFiles> files_;  // keeps the memory maps alive for zero-copy weights
+  std::shared_ptr<CheckpointFiles> files_;
+  std::shared_ptr<const ProjectionDelta> delta_;  // keeps the memory maps alive for zero-copy weights
 };
 
 // inv_freq of RoPE with the config's scaling (transformers' _compute_llama3_parameters), fp32.
