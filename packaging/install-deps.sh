@@ -14,6 +14,10 @@ packages=(
   # store, JSON, logging, YAML, HTTP, SSH
   libsqlite3-dev sqlite3 nlohmann-json3-dev libspdlog-dev libfmt-dev
   libyaml-cpp-dev libcpp-httplib-dev libssh-dev
+  # benchmark client: HTTP/1.1 response parser (nodejs http-parser), on-demand JSON for SSE chunks
+  libhttp-parser-dev libsimdjson-dev
+  # tests: independent re-implementation of vLLM's bench metrics (numpy)
+  python3 python3-numpy
   # SSH tests run a real OpenSSH server on loopback
   openssh-server openssh-client
   # GUI under a virtual X server (screenshots, `make run` without a display)
