@@ -86,7 +86,7 @@ void peakPerSecond(const std::vector<RequestRecord>& records, LevelResult& out) 
 std::string tokenSource(const std::vector<RequestRecord>& records) {
   int usage = 0, chunks = 0;
   for (const auto& r : records)
-    if (r.success) (r.usageCompletionTokens ? usage : chunks) += 1;
+    if (r.success) (r.tokensFromUsage() ? usage : chunks) += 1;
   if (usage == 0 && chunks == 0) return "none";
   return chunks == 0 ? "usage" : usage == 0 ? "chunks" : "mixed";
 }

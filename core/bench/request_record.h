@@ -21,8 +21,10 @@ struct RequestRecord {
   bool success = false;
   std::string error;  // empty on success
 
-  // vLLM: usage.completion_tokens when sent; otherwise we count text chunks.
-  std::int64_t outputTokens() const { return usageCompletionTokens ? *usageCompletionTokens : textChunks; }
+  // vLLM: usage.completion_tokens when sent (and non-zero); otherwise vLLM re-tokenizes
+  // the text, which we cannot do for every server: we count the chunks that carried text.
+  bool tokensFromUsage() const { return usageCompletionTokens && *usageCompletionTokens > 0; }
+  std::int64_t outputTokens() const { return tokensFromUsage() ? *usageCompletionTokens : textChunks; }
   std::int64_t inputTokens() const { return usagePromptTokens ? *usagePromptTokens : requestedInputLen; }
 };
 
