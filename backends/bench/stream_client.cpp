@@ -145,8 +145,8 @@ LevelRun StreamClient::runLevel(const LevelPlan& plan, LevelObserver* observer, 
       nextArrival = schedule.next();
     }
     if (!plan.numRequests && t >= plan.durationS) arrived = issued;  // duration over: no more
+    retireFinished();  // frees semaphore slots before issuing
     while (issued < arrived && static_cast<int>(live.size()) < plan.concurrency) issue(t);
-    retireFinished();
     if (live.empty() && issued == arrived && !moreToArrive(t)) break;
 
     const double wake = moreToArrive(t) ? std::min(nextTick, nextArrival) : nextTick;
