@@ -290,6 +290,7 @@ int runStandin(const Args& args, cli::Context& ctx) {
   StandinConfig cfg;
   cfg.model = args.value("--model").value_or("standin");
   if (args.has("--interval-ms")) cfg.intervalS = toDouble("--interval-ms", *args.value("--interval-ms")) / 1000.0;
+  if (args.has("--collapse-above")) cfg.collapseAboveStreams = toInt("--collapse-above", *args.value("--collapse-above"));
   cfg.maxLifetimeS = args.has("--seconds") ? toDouble("--seconds", *args.value("--seconds")) : 600.0;
   StandinServer server(cfg);
   server.start();
@@ -313,11 +314,12 @@ void addBenchCommands(std::vector<cli::Command>& commands) {
                       "[--lab LAB] [--save-result FILE] [--api-key-env VAR]",
                       "throughput sweep of an OpenAI-compatible endpoint (vLLM bench serve metrics)",
                       benchOptions(), runBench});
-  commands.push_back({"bench standin", "[--model NAME] [--interval-ms MS] [--seconds S]",
+  commands.push_back({"bench standin", "[--model NAME] [--interval-ms MS] [--seconds S] [--collapse-above N]",
                       "run the loopback stand-in streaming server (127.0.0.1, random port)",
                       {{"--model", true, "model id it answers to (default standin)"},
                        {"--interval-ms", true, "gap between streamed chunks (default 0: as fast as possible)"},
-                       {"--seconds", true, "stop after this long (default 600)"}},
+                       {"--seconds", true, "stop after this long (default 600)"},
+                       {"--collapse-above", true, "with more streams than this, decode slows to 5 tok/s (demo)"}},
                       runStandin});
 }
 

@@ -315,6 +315,13 @@ void StandinServer::startResponse(Conn& c) {
   pump(c, now);
 }
 
+double StandinServer::currentInterval() const {
+  if (config_.collapseAboveStreams <= 0) return config_.intervalS;
+  int streaming = 0;
+  for (const auto& [fd, c] : conns_) streaming += c->phase == Phase::Streaming;
+  return streaming > config_.collapseAboveStreams ? config_.collapsedIntervalS : config_.intervalS;
+}
+
 void StandinServer::recordSend(Conn& c, double at, int frames) {
   if (!config_.recordSendTimes) return;
   std::lock_guard<std::mutex> lock(timesMutex_);
@@ -363,11 +370,11 @@ void StandinServer::pump(Conn& c, double now) {
       continue;
     }
     if (c.sent < c.total) {
-      const int k = config_.intervalS > 0 ? 1 : std::min(config_.framesPerWrite, c.total - c.sent);
+      const int k = currentInterval() > 0 ? 1 : std::min(config_.framesPerWrite, c.total - c.sent);
       for (int i = 0; i < k; ++i) c.out += (c.sent + i + 1 == c.total) ? c.lastFrame : c.frame;
       c.sent += k;
       recordSend(c, monotonicSeconds(), k);
-      if (config_.intervalS > 0) c.nextSendAt = now + config_.intervalS;
+      if (config_.intervalS > 0) c.nextSendAt = now + currentInterval();
       continue;
     }
     if (c.includeUsage) c.out += c.usageFrame;

@@ -32,6 +32,8 @@ struct StandinConfig {
   double intervalS = 0;        // between content frames; 0 = as fast as the socket takes them
   int framesPerWrite = 1;      // unpaced: content frames per send()
   bool sendUsage = true;       // honour stream_options.include_usage
+  int collapseAboveStreams = 0;   // > 0: with more streams than this, every stream slows to …
+  double collapsedIntervalS = 0.2;  // … one frame per this many seconds (decode collapse)
   std::vector<StandinFault> faults;  // cycled over generation requests in arrival order
   int maxConnections = 1024;
   double maxLifetimeS = 300;   // the server stops itself after this
@@ -64,6 +66,7 @@ class StandinServer {
   void pump(Conn& c, double now);
   void closeConn(int fd);
   void recordSend(Conn& c, double at, int frames);
+  double currentInterval() const;
 
   StandinConfig config_;
   int listenFd_ = -1;
