@@ -22,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include "backends/lab_session.h"
+#include "widgets/benchmarks_panel.h"
 #include "widgets/empty_state_panel.h"
 #include "widgets/log_panel.h"
 #include "widgets/recent_labs.h"
@@ -115,7 +116,10 @@ void MainWindow::buildPanels() {
     titles_.push_back(spec.title);
     auto* item = new QListWidgetItem(spec.title, sidebar_);
     item->setSizeHint(QSize(0, 34));
-    stack_->addWidget(new EmptyStatePanel(spec, session_, stack_));
+    if (titles_.size() - 1 == Benchmarks)
+      stack_->addWidget(new BenchmarksPanel(session_, stack_));
+    else
+      stack_->addWidget(new EmptyStatePanel(spec, session_, stack_));
   }
 }
 

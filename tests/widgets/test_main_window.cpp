@@ -70,9 +70,7 @@ class TestMainWindow : public QObject {
       QTest::keyClick(&w, static_cast<Qt::Key>(Qt::Key_1 + i), Qt::ControlModifier);
       QCOMPARE(static_cast<int>(w.currentPanel()), i);
       QCOMPARE(stack->currentIndex(), i);
-      auto* panel = qobject_cast<crosslab::widgets::EmptyStatePanel*>(stack->currentWidget());
-      QVERIFY(panel);
-      QCOMPARE(panel->spec().title, expected[i]);
+      QCOMPARE(stack->currentWidget()->objectName(), "panel_" + expected[i].toLower());
     }
   }
 
