@@ -12,6 +12,7 @@
 #include "backends/bench/standin_server.h"
 #include "backends/bench/stream_client.h"
 #include "core/bench/endpoint_url.h"
+#include "core/bench/request_schedule.h"
 
 using namespace crosslab;
 using backends::StandinFault;
@@ -156,11 +157,12 @@ class TestStreamClient : public QObject {
     for (const auto& r : run.records) QCOMPARE(r.error, std::string("aborted: stopped by the user"));
 
     AbortAfter obs;
-    obs.after = 2;
-    auto quick = plan(2, 5, body("standin", 3, false, true));
-    run = client.runLevel(quick, &obs, nullptr);
+    obs.after = 0;  // abort at the first tick, ~100 ms in, with both streams mid-way
+    run = client.runLevel(plan(2, 5, body("standin", 100, false, true)), &obs, nullptr);
     QCOMPARE(run.abortReason, std::string("observer said so"));
-    QVERIFY(obs.ticks >= 1);
+    QCOMPARE(obs.ticks, 1);
+    QCOMPARE(int(run.records.size()), 2);
+    for (const auto& r : run.records) QCOMPARE(r.error, std::string("aborted: observer said so"));
   }
 
   void clientTimesFollowServerSendTimes() {
@@ -196,8 +198,14 @@ class TestStreamClient : public QObject {
     p.rate = 20.0;  // mean gap 50 ms
     p.seed = 7;
     const auto run = client.runLevel(p, nullptr, nullptr);
-    QCOMPARE(run.records[0].startS < 0.02, true);
-    for (size_t i = 1; i < run.records.size(); ++i) QVERIFY(run.records[i].startS > run.records[i - 1].startS);
+    // Each request is issued no earlier than its scheduled arrival (same seed, same gaps).
+    bench::RequestSchedule expected(20.0, 1.0, 7);
+    for (size_t i = 0; i < run.records.size(); ++i) {
+      const double due = expected.next();
+      QVERIFY2(run.records[i].startS >= due, std::to_string(i).c_str());
+      QVERIFY(run.records[i].success);
+    }
+    QVERIFY(run.records.back().startS > 0.0);
   }
 };
 
