@@ -128,6 +128,11 @@ void timestampError(int streams, int tokens, double intervalS, int serverCpu) {
                                      {"chunks", errs.size()},
                                      {"chunks_per_s_offered", streams / intervalS},
                                      {"p50_ms", pct(errs, 50)},
+                                     {"p90_ms", pct(errs, 90)},
+                                     {"within_1ms", static_cast<double>(std::count_if(errs.begin(), errs.end(),
+                                                                                      [](double e) { return e <= 1e-3; })) /
+                                                        static_cast<double>(std::max<size_t>(1, errs.size()))},
+                                     {"min_ms", pct(errs, 0)},
                                      {"p99_ms", pct(errs, 99)},
                                      {"max_ms", pct(errs, 100)},
                                      {"ttft_p99_ms", pct(ttftErrs, 99)},

@@ -81,6 +81,7 @@ struct StandinServer::Conn {
   // The response being streamed.
   bool chat = false, includeUsage = false;
   int total = 0, sent = 0, promptTokens = 0;
+  int unsentFrames = 0;  // content frames in `out` not yet fully handed to send()
   StandinFault fault;
   double nextSendAt = 0;
   std::string frame, lastFrame, usageFrame, batch;  // pre-made
@@ -332,7 +333,9 @@ void StandinServer::recordSend(Conn& c, double at, int frames) {
 // Sends what is pending, then produces the next frames while the socket takes them.
 void StandinServer::pump(Conn& c, double now) {
   for (;;) {
+    double sendStart = 0;  // when the send() that completed the pending frames began
     while (!c.out.empty()) {
+      sendStart = monotonicSeconds();
       const ssize_t n = ::send(c.fd, c.out.data(), c.out.size(), MSG_NOSIGNAL);
       if (n < 0 && errno == EAGAIN) {
         epoll_event ev{};
@@ -343,6 +346,10 @@ void StandinServer::pump(Conn& c, double now) {
       }
       if (n <= 0) return closeConn(c.fd);
       c.out.erase(0, static_cast<size_t>(n));
+    }
+    if (c.unsentFrames > 0 && sendStart > 0) {  // their last bytes went out in that send()
+      recordSend(c, sendStart, c.unsentFrames);
+      c.unsentFrames = 0;
     }
     epoll_event ev{};
     ev.events = EPOLLIN;
@@ -373,7 +380,7 @@ void StandinServer::pump(Conn& c, double now) {
       const int k = currentInterval() > 0 ? 1 : std::min(config_.framesPerWrite, c.total - c.sent);
       for (int i = 0; i < k; ++i) c.out += (c.sent + i + 1 == c.total) ? c.lastFrame : c.frame;
       c.sent += k;
-      recordSend(c, monotonicSeconds(), k);
+      c.unsentFrames += k;
       if (config_.intervalS > 0) c.nextSendAt = now + currentInterval();
       continue;
     }

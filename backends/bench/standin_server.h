@@ -53,7 +53,8 @@ class StandinServer {
   void stop();
   std::string baseUrl() const { return "http://127.0.0.1:" + std::to_string(port_); }
 
-  // X-Request-Id → CLOCK_MONOTONIC seconds at which each content frame was handed to send().
+  // X-Request-Id → CLOCK_MONOTONIC seconds at which the send() that carried each content
+  // frame's last byte began.
   std::map<std::string, std::vector<double>> sendTimes() const;
   int generationRequests() const { return generations_.load(); }
 

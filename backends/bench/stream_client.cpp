@@ -17,6 +17,14 @@
 
 namespace crosslab::backends {
 
+namespace {
+double realtimeSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_REALTIME, &ts);
+  return static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9;
+}
+}  // namespace
+
 double monotonicSeconds() {
   timespec ts{};
   clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -84,6 +92,7 @@ LevelRun StreamClient::runLevel(const LevelPlan& plan, LevelObserver* observer, 
   bench::RequestSchedule schedule(plan.rate, plan.burstiness, plan.seed);
   LevelRun run;
   run.startMonoS = monotonicSeconds();
+  double realToMono = run.startMonoS - realtimeSeconds();  // re-measured every tick
   std::unordered_map<int, std::unique_ptr<StreamConnection>> live;  // by fd
   std::vector<std::unique_ptr<StreamConnection>> finished;
   std::int64_t textChunks = 0;
@@ -166,11 +175,12 @@ LevelRun StreamClient::runLevel(const LevelPlan& plan, LevelObserver* observer, 
         }
       }
       if ((events[i].events & (EPOLLIN | EPOLLHUP | EPOLLERR)) && c.state() != StreamConnection::State::Finished)
-        c.onReadable(im.buffer.data(), im.buffer.size(), run.startMonoS);
+        c.onReadable(im.buffer.data(), im.buffer.size(), run.startMonoS, realToMono);
     }
     t = now();
     if (t < nextTick) continue;
     nextTick = t + kTickS;
+    realToMono = monotonicSeconds() - realtimeSeconds();
     // Timeouts, the stop flag, and the observer's watch, ~10 times a second.
     LiveTick tick;
     tick.elapsedS = t;

@@ -2,6 +2,7 @@
 
 #include <netinet/in.h>
 #include <netinet/tcp.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -48,6 +49,9 @@ void StreamConnection::connectTo(const sockaddr_storage& addr, socklen_t len, co
   if (fd_ < 0) return abort(std::string("socket: ") + std::strerror(errno));
   const int one = 1;
   ::setsockopt(fd_, IPPROTO_TCP, TCP_NODELAY, &one, sizeof one);
+  // Kernel receive timestamps: a chunk's time is when it reached the socket, not when
+  // this thread got to read it (which a busy machine can delay by milliseconds).
+  ::setsockopt(fd_, SOL_SOCKET, SO_TIMESTAMPNS, &one, sizeof one);
   if (::connect(fd_, reinterpret_cast<const sockaddr*>(&addr), len) != 0 && errno != EINPROGRESS)
     abort("connect to " + where_ + ": " + std::strerror(errno));
 }
@@ -70,14 +74,21 @@ void StreamConnection::onWritable(double nowS) {
   if (state_ == State::Sending) state_ = State::Receiving;
 }
 
-void StreamConnection::onReadable(char* buffer, size_t capacity, double levelStartMonoS) {
+void StreamConnection::onReadable(char* buffer, size_t capacity, double levelStartMonoS, double realToMonoS) {
   if (state_ == State::Connecting || state_ == State::Sending) {
     // A server may answer (an error, say) before reading the whole request.
     state_ = State::Receiving;
   }
-  const ssize_t n = ::recv(fd_, buffer, capacity, 0);
+  iovec iov{buffer, capacity};
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(timespec)) * 2];
+  msghdr msg{};
+  msg.msg_iov = &iov;
+  msg.msg_iovlen = 1;
+  msg.msg_control = control;
+  msg.msg_controllen = sizeof control;
+  const ssize_t n = ::recvmsg(fd_, &msg, 0);
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
-  nowS_ = monoNow() - levelStartMonoS;
+  nowS_ = receiveTime(msg, levelStartMonoS, realToMonoS);
   lastActivityS_ = nowS_;
   if (n < 0) return abort(std::string("connection error: ") + std::strerror(errno) + after());
   if (n == 0) {
@@ -91,6 +102,22 @@ void StreamConnection::onReadable(char* buffer, size_t capacity, double levelSta
     return abort(std::string("bad HTTP response: ") +
                  http_errno_description(static_cast<http_errno>(parser_.http_errno)));
   if (messageComplete_) complete(false);
+}
+
+// The kernel's receive timestamp of the newest data in this read (CLOCK_REALTIME, moved
+// onto CLOCK_MONOTONIC with the offset the client measures), else the time now.
+double StreamConnection::receiveTime(const msghdr& msg, double levelStartMonoS, double realToMonoS) const {
+  const double now = monoNow();
+  for (const cmsghdr* c = CMSG_FIRSTHDR(&msg); c; c = CMSG_NXTHDR(const_cast<msghdr*>(&msg), const_cast<cmsghdr*>(c))) {
+    if (c->cmsg_level != SOL_SOCKET || c->cmsg_type != SCM_TIMESTAMPNS) continue;
+    timespec ts{};
+    std::memcpy(&ts, CMSG_DATA(c), sizeof ts);
+    const double mono = static_cast<double>(ts.tv_sec) + static_cast<double>(ts.tv_nsec) * 1e-9 + realToMonoS;
+    // Trust it only when it is plausible (no clock step): not in the future, not older
+    // than this connection's previous data.
+    if (mono <= now + 1e-4 && mono - levelStartMonoS >= lastActivityS_ - 1e-4) return std::min(mono, now) - levelStartMonoS;
+  }
+  return now - levelStartMonoS;
 }
 
 std::string StreamConnection::after() const {

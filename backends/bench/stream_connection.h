@@ -30,7 +30,8 @@ class StreamConnection : private bench::SseSplitter::Handler {
   void connectTo(const sockaddr_storage& addr, socklen_t len, const std::string& where);
   // Socket became writable / readable; `nowS` is the level clock at this wake-up.
   void onWritable(double nowS);
-  void onReadable(char* buffer, size_t capacity, double levelStartMonoS);
+  // `realToMonoS` = CLOCK_MONOTONIC − CLOCK_REALTIME, for the kernel's receive timestamps.
+  void onReadable(char* buffer, size_t capacity, double levelStartMonoS, double realToMonoS);
   // Fails the request (timeout, abort) and closes the socket.
   void abort(const std::string& reason);
 
@@ -49,6 +50,7 @@ class StreamConnection : private bench::SseSplitter::Handler {
   void complete(bool sawEof);
   void closeSocket();
   std::string after() const;  // " after N chunks"
+  double receiveTime(const msghdr& msg, double levelStartMonoS, double realToMonoS) const;
   static const http_parser_settings& settings();
   static int onHeadersComplete(http_parser* p);
   static int onBody(http_parser* p, const char* at, size_t len);
