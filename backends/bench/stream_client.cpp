@@ -149,7 +149,9 @@ LevelRun StreamClient::runLevel(const LevelPlan& plan, LevelObserver* observer, 
   for (;;) {
     double t = now();
     // Arrivals happen on schedule; the semaphore (concurrency) decides when they start.
-    while (moreToArrive(t) && nextArrival <= t) {
+    // Arrivals beyond the free slots wait in the schedule (at an infinite rate every
+    // arrival is due at once: counting them all would never end in duration mode).
+    while (moreToArrive(t) && nextArrival <= t && arrived < issued + plan.concurrency) {
       ++arrived;
       nextArrival = schedule.next();
     }
@@ -158,7 +160,10 @@ LevelRun StreamClient::runLevel(const LevelPlan& plan, LevelObserver* observer, 
     while (issued < arrived && static_cast<int>(live.size()) < plan.concurrency) issue(t);
     if (live.empty() && issued == arrived && !moreToArrive(t)) break;
 
-    const double wake = moreToArrive(t) ? std::min(nextTick, nextArrival) : nextTick;
+    // Sleep until the next tick, the next future arrival, or socket activity (which is
+    // also what frees a slot for an arrival that is already due).
+    const bool arrivalAhead = moreToArrive(t) && nextArrival > t;
+    const double wake = arrivalAhead ? std::min(nextTick, nextArrival) : nextTick;
     const int timeoutMs = std::max(0, static_cast<int>(std::ceil((wake - t) * 1000.0)));
     const int n = ::epoll_wait(ep.fd, events.data(), static_cast<int>(events.size()), timeoutMs);
     for (int i = 0; i < n; ++i) {

@@ -12,6 +12,7 @@
 #include "backends/bench/standin_server.h"
 #include "backends/bench/stream_client.h"
 #include "core/bench/endpoint_url.h"
+#include "core/bench/level_metrics.h"
 #include "core/bench/request_schedule.h"
 
 using namespace crosslab;
@@ -188,6 +189,27 @@ class TestStreamClient : public QObject {
         QVERIFY(t + 1e-9 >= s[k + 1]);
       }
     }
+  }
+
+  void durationModeIssuesUntilTimeIsUp() {
+    backends::StandinConfig cfg;
+    cfg.intervalS = 0.002;
+    backends::StandinServer server(cfg);
+    server.start();
+    backends::StreamClient client(clientFor(server, "completions"));
+    backends::LevelPlan p;
+    p.concurrency = 2;
+    p.durationS = 0.5;
+    p.bodies = {body("standin", 10, false, /*usage=*/false)};
+    const auto run = client.runLevel(p, nullptr, nullptr);
+    QVERIFY2(run.records.size() > 4, std::to_string(run.records.size()).c_str());  // ~20 ms each, 2 at a time
+    for (const auto& r : run.records) {
+      QVERIFY(r.startS < 0.5);  // nothing issued after the duration
+      QVERIFY2(r.success, r.error.c_str());
+    }
+    const auto level = bench::computeLevelMetrics(run.records, run.durationS, {});
+    QCOMPARE(level.outputTokensSource, std::string("chunks"));
+    QCOMPARE(level.totalOutputTokens, std::int64_t(10) * std::int64_t(run.records.size()));
   }
 
   void finiteRateSpacesIssues() {
