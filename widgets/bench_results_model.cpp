@@ -1,5 +1,6 @@
 #include "widgets/bench_results_model.h"
 
+#include <QColor>
 #include <QJsonObject>
 #include <algorithm>
 #include <set>
@@ -27,10 +28,15 @@ int BenchResultsModel::columnCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : static_cast<int>(levels_.size()) + 5;
 }
 
-double BenchResultsModel::throughputAt(int row, int concurrency) const {
+const bench::StoredLevel* BenchResultsModel::levelAt(int row, int concurrency) const {
   for (const auto& l : rows_[static_cast<size_t>(row)].levels)
-    if (l.concurrency == concurrency) return l.outputThroughput;
-  return -1;
+    if (l.concurrency == concurrency) return &l;
+  return nullptr;
+}
+
+double BenchResultsModel::throughputAt(int row, int concurrency) const {
+  const auto* l = levelAt(row, concurrency);
+  return l ? l->outputThroughput : -1;
 }
 
 const bench::StoredLevel* BenchResultsModel::best(int row) const {
@@ -51,8 +57,9 @@ QString BenchResultsModel::cellText(int row, int column) const {
   }
   const int levelIndex = column - 2;
   if (levelIndex < static_cast<int>(levels_.size())) {
-    const double v = throughputAt(row, levels_[static_cast<size_t>(levelIndex)]);
-    return v < 0 ? QString() : QString::number(v, 'f', 1);
+    const auto* l = levelAt(row, levels_[static_cast<size_t>(levelIndex)]);
+    if (!l) return {};
+    return QString::number(l->outputThroughput, 'f', 1) + (l->collapse.empty() ? QString() : tr(" (collapse)"));
   }
   const auto* top = best(row);
   if (column == bestColumn()) return top ? QString("%1 (c=%2)").arg(top->outputThroughput, 0, 'f', 1).arg(top->concurrency) : QString();
@@ -70,6 +77,15 @@ QVariant BenchResultsModel::data(const QModelIndex& index, int role) const {
     return int(Qt::AlignRight | Qt::AlignVCenter);
   if (role == Qt::ToolTipRole && index.column() == Label)
     return QString::fromStdString(rows_[static_cast<size_t>(index.row())].header.command);
+  const int levelIndex = index.column() - 2;
+  if ((role == Qt::ToolTipRole || role == Qt::ForegroundRole) && levelIndex >= 0 &&
+      levelIndex < static_cast<int>(levels_.size())) {
+    const auto* l = levelAt(index.row(), levels_[static_cast<size_t>(levelIndex)]);
+    if (!l || (l->collapse.empty() && l->failed == 0)) return {};
+    if (role == Qt::ForegroundRole) return QColor(Qt::red);
+    return tr("%1 completed, %2 failed%3").arg(l->completed).arg(l->failed)
+        .arg(l->collapse.empty() ? QString() : "\n" + QString::fromStdString(l->collapse));
+  }
   return {};
 }
 

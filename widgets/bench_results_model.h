@@ -36,6 +36,7 @@ class BenchResultsModel : public QAbstractTableModel {
   int bestColumn() const { return 2 + static_cast<int>(levels_.size()); }
   QString cellText(int row, int column) const;
   const bench::StoredLevel* best(int row) const;
+  const bench::StoredLevel* levelAt(int row, int concurrency) const;
 
   std::vector<bench::StoredBenchmark> rows_;
   std::vector<int> levels_;  // union of every benchmark's levels, ascending

@@ -51,11 +51,15 @@ BenchmarksPanel::BenchmarksPanel(backends::LabSession* session, QWidget* parent)
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
   auto* content = new QWidget(scroll);
-  content->setMinimumSize(720, 640);
+  content->setMinimumSize(760, 520);
   auto* splitter = new QSplitter(Qt::Vertical, content);
+  // Top: the form on the left, the live chart beside it; bottom: the lab's table.
   auto* top = new QWidget(splitter);
-  auto* topLayout = new QVBoxLayout(top);
-  topLayout->addWidget(buildForm());
+  auto* topLayout = new QHBoxLayout(top);
+  topLayout->setContentsMargins(0, 0, 0, 0);
+  auto* form = buildForm();
+  form->setMaximumWidth(440);
+  topLayout->addWidget(form);
   live_ = new BenchLiveChart(top);
   topLayout->addWidget(live_, 1);
   splitter->addWidget(top);
@@ -152,13 +156,17 @@ QWidget* BenchmarksPanel::buildForm() {
   auto* buttons = new QHBoxLayout;
   buttons->addWidget(runButton_);
   buttons->addWidget(stopButton_);
-  buttons->addWidget(levelLabel_);
-  buttons->addWidget(progress_, 1);
+  buttons->addStretch(1);
+  auto* level = new QHBoxLayout;
+  level->addWidget(levelLabel_);
+  level->addWidget(progress_, 1);
   auto* v = new QVBoxLayout(box);
   v->setContentsMargins(0, 0, 0, 0);
   v->addLayout(form);
   v->addLayout(buttons);
+  v->addLayout(level);
   v->addWidget(status_);
+  v->addStretch(1);
   return box;
 }
 
@@ -195,7 +203,7 @@ QWidget* BenchmarksPanel::buildResults() {
 
   auto* h = new QHBoxLayout;
   h->addWidget(table_, 3);
-  h->addWidget(compare_, 2);
+  h->addWidget(compare_, 1);
   auto* v = new QVBoxLayout(box);
   v->setContentsMargins(0, 0, 0, 0);
   v->addLayout(h);

@@ -2,6 +2,7 @@
 // loopback stand-in server, the live chart fed while it runs, the lab's table with
 // its columns, comparison bars for selected rows, CSV/JSON export, Stop, and the
 // chart's coalesced repaints and decimation.
+#include <QColor>
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QJsonArray>
@@ -130,6 +131,24 @@ class TestBenchmarksPanel : public QObject {
     QVERIFY(!panel.run());
     QVERIFY(panel.status().contains("model"));
     QVERIFY(!panel.isRunning());
+  }
+
+  void modelMarksCollapseAndPicksBestAggregate() {
+    bench::StoredBenchmark b;
+    b.header.label = "2x Spark, runtime LoRA";
+    b.levels = {{1, 4, 0, 3.2, 3.2, 100, 320, std::nullopt, "", "{}"},
+                {4, 8, 0, 12.1, 3.0, 200, 340, 0.25, "", "{}"},
+                {8, 2, 6, 5.6, 0.7, 900, 1400, std::nullopt, "decode collapse: per-stream 0.7 tok/s", "{}"}};
+    widgets::BenchResultsModel m;
+    m.setBenchmarks({b});
+    QCOMPARE(m.columnCount(), 2 + 3 + 3);
+    QCOMPARE(m.data(m.index(0, 1)).toString(), QString("3.2"));              // 1-stream
+    QCOMPARE(m.data(m.index(0, 4)).toString(), QString("5.6 (collapse)"));   // c=8
+    QCOMPARE(m.data(m.index(0, 4), Qt::ForegroundRole).value<QColor>(), QColor(Qt::red));
+    QCOMPARE(m.data(m.index(0, 5)).toString(), QString("12.1 (c=4)"));      // best aggregate
+    QCOMPARE(m.data(m.index(0, 6)).toString(), QString("$0.250"));          // $/M at the best level
+    QVERIFY(m.data(m.index(0, 7)).toString().startsWith("decode collapse"));
+    QVERIFY(m.toCsv().contains("\"2x Spark, runtime LoRA\",3.2,3.2,12.1,5.6 (collapse),12.1 (c=4),$0.250,"));
   }
 
   void chartCoalescesRepaintsAndDecimates() {
