@@ -44,6 +44,7 @@ std::string reasonPhrase(int status) {
   switch (status) {
     case 200: return "OK";
     case 400: return "Bad Request";
+    case 401: return "Unauthorized";
     case 404: return "Not Found";
     case 503: return "Service Unavailable";
     default: return status >= 500 ? "Internal Server Error" : "Error";
@@ -75,7 +76,7 @@ struct StandinServer::Conn {
   int fd = -1;
   Phase phase = Phase::Request;
   http_parser parser{};
-  std::string url, body, requestId, headerField;
+  std::string url, body, requestId, headerField, authorization;
   bool messageComplete = false;
   std::string out;  // bytes waiting for send()
   // The response being streamed.
@@ -101,6 +102,7 @@ struct StandinServer::Conn {
       init.on_header_value = [](http_parser* p, const char* at, size_t len) {
         Conn& c = of(p);
         if (strcasecmp(c.headerField.c_str(), "x-request-id") == 0) c.requestId.assign(at, len);
+        if (strcasecmp(c.headerField.c_str(), "authorization") == 0) c.authorization.assign(at, len);
         return 0;
       };
       init.on_body = [](http_parser* p, const char* at, size_t len) {
@@ -262,6 +264,8 @@ void StandinServer::startResponse(Conn& c) {
     c.phase = Phase::Closing;
     return pump(c, now);
   }
+  if (!config_.apiKey.empty() && c.authorization != "Bearer " + config_.apiKey)
+    return fail(401, "Unauthorized", "AuthenticationError");
   c.chat = path == "/v1/chat/completions";
   if (!c.chat && path != "/v1/completions") return fail(404, "Not Found: " + path, "NotFoundError");
   const auto req = nlohmann::json::parse(c.body, nullptr, false);

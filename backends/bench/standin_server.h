@@ -38,6 +38,7 @@ struct StandinConfig {
   int maxConnections = 1024;
   double maxLifetimeS = 300;   // the server stops itself after this
   bool recordSendTimes = false;
+  std::string apiKey;          // non-empty: generation routes need "Authorization: Bearer <key>" (else 401)
   int cpu = -1;                // pin the server thread to this CPU (benchmarks)
 };
 

@@ -117,7 +117,9 @@ class TestBenchCli : public QObject {
   }
 
   void apiKeyIsSentButNeverStored() {
-    backends::StandinServer server({});
+    backends::StandinConfig cfg;
+    cfg.apiKey = "sk-secret-1234";  // the stand-in answers 401 without it
+    backends::StandinServer server(cfg);
     server.start();
     const QString lab = tmp_.filePath("keylab");
     store::LabStore::create(lab.toStdString(), "k");
@@ -131,6 +133,13 @@ class TestBenchCli : public QObject {
     QVERIFY(db.open(QIODevice::ReadOnly));
     QVERIFY(!db.readAll().contains("sk-secret-1234"));
     QVERIFY(!r.out.contains("sk-secret") && !r.err.contains("sk-secret"));
+    QVERIFY(r.out.contains("completed 1  failed 0"));
+    env.insert("BENCH_TEST_KEY", "sk-wrong");
+    r = cli({"bench", "--url", QString::fromStdString(server.baseUrl()), "--model", "standin", "--concurrency", "1",
+             "--num-prompts", "1", "--api-key-env", "BENCH_TEST_KEY"}, env);
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("HTTP 401: Unauthorized"), qPrintable(r.err));
+    QVERIFY(!r.err.contains("sk-wrong"));
     env.remove("BENCH_TEST_KEY");
     r = cli({"bench", "--url", "http://127.0.0.1:1", "--model", "m", "--api-key-env", "BENCH_TEST_KEY"}, env);
     QCOMPARE(r.code, 1);
