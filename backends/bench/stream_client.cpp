@@ -94,7 +94,6 @@ LevelRun StreamClient::runLevel(const LevelPlan& plan, LevelObserver* observer, 
   run.startMonoS = monotonicSeconds();
   double realToMono = run.startMonoS - realtimeSeconds();  // re-measured every tick
   std::unordered_map<int, std::unique_ptr<StreamConnection>> live;  // by fd
-  std::vector<std::unique_ptr<StreamConnection>> finished;
   std::int64_t textChunks = 0;
   int issued = 0, arrived = 0, done = 0, failedCount = 0;
   double nextArrival = schedule.next(), nextTick = kTickS;
