@@ -242,6 +242,11 @@ int runBench(const Args& args, cli::Context& ctx) {
   ThroughputSweep sweep(optionsFrom(args));
   const auto& o = sweep.options();
   const std::string label = args.value("--label").value_or(o.model + " @ " + o.url);
+  if (args.has("--save-result")) {  // fail now, not after the first level has run
+    const std::string probe = *args.value("--save-result") + ".tmp";
+    if (!std::ofstream(probe)) throw std::runtime_error("cannot write --save-result " + *args.value("--save-result"));
+    std::filesystem::remove(probe);
+  }
   std::optional<store::LabStore> lab;
   std::optional<std::int64_t> benchId;
   if (args.has("--lab")) {

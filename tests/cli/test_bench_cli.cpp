@@ -162,6 +162,9 @@ class TestBenchCli : public QObject {
          "endpoint must be completions or chat"},
         {{"bench", "--url", "http://127.0.0.1:1", "--model", "m", "--concurrency", "1", "--num-prompts", "2"}, 1,
          "connect to 127.0.0.1:1"},
+        {{"bench", "--url", "http://127.0.0.1:1", "--model", "m", "--save-result", "/no/such/dir/r.jsonl"}, 1,
+         "cannot write --save-result /no/such/dir/r.jsonl"},
+        {{"bench", "--url", "http://127.0.0.1:1", "--model", "m", "--lab", "/no/such/lab"}, 1, "lab"},
     };
     for (const auto& c : cases) {
       const auto r = cli(c.args);
