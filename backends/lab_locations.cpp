@@ -18,6 +18,8 @@ QString crosslabHome() {
 QString demoLabPath() { return QDir(crosslabHome()).filePath("demo"); }
 
 QString cliExecutable() {
+  const QString env = QProcessEnvironment::systemEnvironment().value("CROSSLAB_CLI");
+  if (!env.isEmpty()) return env;
   const QFileInfo beside(QDir(QCoreApplication::applicationDirPath()).filePath("crosslab-cli"));
   if (beside.isExecutable()) return beside.absoluteFilePath();
   return "crosslab-cli";

@@ -10,7 +10,8 @@ namespace crosslab::backends {
 QString crosslabHome();
 // The built-in demo lab: crosslabHome()/demo.
 QString demoLabPath();
-// crosslab-cli beside the running program (build tree and install), else the name for PATH.
+// $CROSSLAB_CLI if set; else crosslab-cli beside the running program (build tree and
+// install); else the bare name, for PATH.
 QString cliExecutable();
 
 // The lab the GUI opens at start: the one named on the command line, else the last lab

@@ -10,18 +10,24 @@ packages=(
   qt6-base-dev qt6-base-dev-tools qt6-charts-dev qt6-svg-dev qt6-qpa-plugins libqt6opengl6-dev
   libgl-dev fonts-dejavu-core
   # engine: libtorch with a fast BLAS (reference BLAS is ~30x slower)
-  libtorch-dev libopenblas0-openmp
+  libtorch-dev libopenblas0-openmp libicu-dev
+  # engine tests: an independent PyTorch reference (tests/model/ref_llama.py) and node,
+  # which runs the real Llama 3 tokenizer (npm @lenml/tokenizers) for conformance
+  python3-torch python3-numpy nodejs
   # store, JSON, logging, YAML, HTTP, SSH
   libsqlite3-dev sqlite3 nlohmann-json3-dev libspdlog-dev libfmt-dev
   libyaml-cpp-dev libcpp-httplib-dev libssh-dev
   # benchmark client: HTTP/1.1 response parser (nodejs http-parser), on-demand JSON for SSE chunks
   libhttp-parser-dev libsimdjson-dev
-  # tests: independent re-implementation of vLLM's bench metrics (numpy)
-  python3 python3-numpy
+  # (test_bench_metrics' numpy re-implementation of vLLM's formulas uses python3-numpy above)
   # SSH tests run a real OpenSSH server on loopback
   openssh-server openssh-client
+  # independent references in tests (Debian's python3, not a virtualenv)
+  python3 python3-yaml
   # GUI under a virtual X server (screenshots, `make run` without a display)
   xvfb xauth x11-utils
+  # packaging checks: the .deb, its desktop file and AppStream metainfo
+  dpkg-dev desktop-file-utils appstream
 )
 
 if [ "$(id -u)" -eq 0 ]; then SUDO=(); else SUDO=(sudo); fi
@@ -32,6 +38,9 @@ for p in "${packages[@]}"; do
     missing+=("$p")
   fi
 done
+
+# npm: bundled with NodeSource's nodejs (this image); Debian's nodejs needs the npm package.
+if ! command -v npm >/dev/null 2>&1; then missing+=(npm); fi
 
 if [ ${#missing[@]} -eq 0 ]; then
   echo "install-deps: all ${#packages[@]} packages present"

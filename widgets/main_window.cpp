@@ -19,6 +19,7 @@
 #include <QSplitter>
 #include <QStackedWidget>
 #include <QStatusBar>
+#include <QStyle>
 #include <spdlog/spdlog.h>
 
 #include "backends/lab_session.h"
@@ -27,6 +28,7 @@
 #include "widgets/log_panel.h"
 #include "widgets/recent_labs.h"
 #include "widgets/theme.h"
+#include "widgets/training_panel.h"
 
 namespace crosslab::widgets {
 namespace {
@@ -80,6 +82,7 @@ MainWindow::MainWindow(QWidget* parent)
   sidebar_->setFrameShape(QFrame::NoFrame);
   sidebar_->setIconSize(QSize(20, 20));
   sidebar_->setMaximumWidth(200);
+  sidebar_->setStyleSheet("QListWidget#sidebar::item { padding-left: 10px; }");
   stack_ = new QStackedWidget(this);
   stack_->setObjectName("panels");
 
@@ -95,6 +98,7 @@ MainWindow::MainWindow(QWidget* parent)
   logDock_->setObjectName("logDock");
   logDock_->setWidget(log_);
   addDockWidget(Qt::BottomDockWidgetArea, logDock_);
+  resizeDocks({logDock_}, {150}, Qt::Vertical);
 
   labLabel_ = new QLabel(this);
   labLabel_->setObjectName("labStatus");
@@ -112,11 +116,16 @@ MainWindow::MainWindow(QWidget* parent)
 MainWindow::~MainWindow() = default;
 
 void MainWindow::buildPanels() {
+  const QStyle::StandardPixmap icons[] = {QStyle::SP_DriveNetIcon, QStyle::SP_MediaPlay, QStyle::SP_ComputerIcon,
+                                          QStyle::SP_FileDialogDetailedView, QStyle::SP_FileDialogListView};
+  int i = 0;
   for (const auto& spec : panelSpecs()) {
     titles_.push_back(spec.title);
-    auto* item = new QListWidgetItem(spec.title, sidebar_);
+    auto* item = new QListWidgetItem(style()->standardIcon(icons[i++]), spec.title, sidebar_);
     item->setSizeHint(QSize(0, 34));
-    if (titles_.size() - 1 == Benchmarks)
+    if (spec.title == tr("Training"))
+      stack_->addWidget(new TrainingPanel(session_, stack_));
+    else if (spec.title == tr("Benchmarks"))
       stack_->addWidget(new BenchmarksPanel(session_, stack_));
     else
       stack_->addWidget(new EmptyStatePanel(spec, session_, stack_));

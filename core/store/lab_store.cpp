@@ -194,6 +194,61 @@ void LabStore::appendMetrics(std::int64_t runId, const std::vector<MetricRow>& r
   tx.commit();
 }
 
+std::vector<RunSummary> LabStore::runSummaries(const std::string& kind) {
+  auto st = db_.prepare(R"sql(
+    SELECT r.id, r.name, r.kind, r.engine, coalesce(r.model, ''), coalesce(v.name, 'local'), r.status,
+           coalesce(r.status_reason, ''), coalesce(r.run_dir, ''), coalesce(r.started_at, ''),
+           coalesce(r.ended_at, ''), r.total_steps,
+           (SELECT max(step) FROM metrics m WHERE m.run_id = r.id),
+           (SELECT loss FROM metrics m WHERE m.run_id = r.id AND loss IS NOT NULL ORDER BY step DESC LIMIT 1),
+           (SELECT avg(tokens_per_s) FROM metrics m WHERE m.run_id = r.id AND tokens_per_s IS NOT NULL)
+    FROM runs r LEFT JOIN venues v ON v.id = r.venue_id
+    WHERE r.kind = ? ORDER BY r.id DESC)sql");
+  st.bind(1, kind);
+  std::vector<RunSummary> out;
+  while (st.step()) {
+    RunSummary r;
+    r.id = st.int64(0);
+    r.name = st.text(1);
+    r.kind = st.text(2);
+    r.engine = st.text(3);
+    r.model = st.text(4);
+    r.venue = st.text(5);
+    r.status = st.text(6);
+    r.statusReason = st.text(7);
+    r.runDir = st.text(8);
+    r.startedAt = st.text(9);
+    r.endedAt = st.text(10);
+    r.totalSteps = st.optInt64(11);
+    r.lastStep = st.optInt64(12);
+    r.lastLoss = st.optReal(13);
+    r.tokensPerSecond = st.optReal(14);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+std::vector<MetricRow> LabStore::metricsAfter(std::int64_t runId, std::int64_t afterStep) {
+  auto st = db_.prepare(
+      "SELECT step, loss, lr, epoch, eval_loss, tokens, wall_s, tokens_per_s FROM metrics "
+      "WHERE run_id = ? AND step > ? ORDER BY step");
+  st.bind(1, runId).bind(2, afterStep);
+  std::vector<MetricRow> out;
+  while (st.step()) {
+    MetricRow m;
+    m.step = st.int64(0);
+    m.loss = st.optReal(1);
+    m.lr = st.optReal(2);
+    m.epoch = st.optReal(3);
+    m.evalLoss = st.optReal(4);
+    m.tokens = st.optInt64(5);
+    m.wallSeconds = st.optReal(6);
+    m.tokensPerSecond = st.optReal(7);
+    out.push_back(m);
+  }
+  return out;
+}
+
 std::int64_t LabStore::addEvent(std::optional<std::int64_t> runId, std::optional<std::int64_t> boxId,
                                 const std::string& type, const std::string& message,
                                 const std::string& dataJson) {

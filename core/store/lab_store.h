@@ -44,6 +44,14 @@ struct NewRun {
   std::string recipeJson;
 };
 
+// A run as the Training panel lists it.
+struct RunSummary {
+  std::int64_t id = 0;
+  std::string name, kind, engine, model, venue, status, statusReason, runDir, startedAt, endedAt;
+  std::optional<std::int64_t> totalSteps, lastStep;
+  std::optional<double> lastLoss, tokensPerSecond;
+};
+
 class LabStore {
  public:
   static constexpr const char* kDatabaseName = "lab.sqlite";
@@ -68,6 +76,10 @@ class LabStore {
   void setRunStatus(std::int64_t runId, const std::string& status, const std::string& reason = {});
   // Upserts: writing a step that exists replaces it, so a resumed run never doubles a step.
   void appendMetrics(std::int64_t runId, const std::vector<MetricRow>& rows);
+  std::vector<RunSummary> runSummaries(const std::string& kind = "train");
+  // Metrics rows of a run with step > afterStep, in step order (live charts poll this).
+  std::vector<MetricRow> metricsAfter(std::int64_t runId, std::int64_t afterStep);
+
   std::int64_t addEvent(std::optional<std::int64_t> runId, std::optional<std::int64_t> boxId,
                         const std::string& type, const std::string& message,
                         const std::string& dataJson = {});

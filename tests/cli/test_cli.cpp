@@ -103,10 +103,40 @@ class TestCli : public QObject {
     QVERIFY(r.out.isEmpty());
   }
 
+  void recipeShowAndExport() {
+    auto r = cli({"recipe", "show"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(r.out.contains("290 examples -> 37 steps per epoch -> 111 steps"));
+    r = cli({"recipe", "export", "--format", "json", "--lora-rank", "8", "--seed", "3"});
+    QCOMPARE(r.code, 0);
+    const auto obj = QJsonDocument::fromJson(r.out).object();
+    QCOMPARE(obj.value("lora_rank").toInt(), 8);
+    QCOMPARE(obj.value("seed").toInt(), 3);
+    QCOMPARE(obj.value("lora_alpha").toInt(), 32);
+    // The exported YAML reads back as the same recipe.
+    const QString yaml = tmp_.filePath("r.yaml");
+    r = cli({"recipe", "export", "--format", "llamafactory", "--learning-rate", "2e-4"});
+    QCOMPARE(r.code, 0);
+    QFile f(yaml);
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(r.out);
+    f.close();
+    r = cli({"recipe", "export", "--format", "json", "--recipe", yaml});
+    QCOMPARE(r.code, 0);
+    QCOMPARE(QJsonDocument::fromJson(r.out).object().value("learning_rate").toDouble(), 2e-4);
+    QCOMPARE(cli({"recipe", "export", "--format", "xml"}).code, 2);
+    r = cli({"recipe", "show", "--gradient-accumulation-steps", "abc"});
+    QCOMPARE(r.code, 1);
+    QCOMPARE(lineCount(r.err), 1);
+    r = cli({"recipe", "show", "--recipe", tmp_.filePath("missing.yaml")});
+    QCOMPARE(r.code, 1);
+    QVERIFY(r.err.contains("missing.yaml"));
+  }
+
   void everyCommandHasHelp() {
     auto r = cli({"help"});
     QCOMPARE(r.code, 0);
-    for (const char* c : {"lab init", "lab info", "version"}) QVERIFY2(r.out.contains(c), c);
+    for (const char* c : {"lab init", "lab info", "recipe show", "recipe export", "version"}) QVERIFY2(r.out.contains(c), c);
     for (const QStringList& c : {QStringList{"lab", "init"}, QStringList{"lab", "info"}, QStringList{"version"}}) {
       r = cli(c + QStringList{"--help"});
       QCOMPARE(r.code, 0);

@@ -78,12 +78,14 @@ class TestMainWindow : public QObject {
     MainWindow w;
     QVERIFY(w.openLab(labA_));
     auto* stack = w.findChild<QStackedWidget*>("panels");
-    auto* training = qobject_cast<crosslab::widgets::EmptyStatePanel*>(stack->widget(MainWindow::Training));
-    QVERIFY(training->labSummary().contains("0 runs"));
-    w.session()->store()->addRun({"demo-run", "train", "crosslab", "m", 10, "", ""});
-    training->refresh();
-    QVERIFY2(training->labSummary().contains("1 runs"), qPrintable(training->labSummary()));
-    QVERIFY(training->findChild<QLabel*>("producedBy")->text().contains("crosslab-cli train"));
+    auto* ledger = qobject_cast<crosslab::widgets::EmptyStatePanel*>(stack->widget(MainWindow::Ledger));
+    QVERIFY(ledger);
+    QVERIFY(ledger->labSummary().contains("0 ledger, 0 friction"));
+    w.session()->store()->db().exec(
+        "INSERT INTO ledger(at, category, usd) VALUES ('2026-11-29T00:00:00Z', 'compute', 0.44)");
+    ledger->refresh();
+    QVERIFY2(ledger->labSummary().contains("1 ledger"), qPrintable(ledger->labSummary()));
+    QVERIFY(ledger->findChild<QLabel*>("producedBy")->text().contains("no command in this build"));
   }
 
   void recentLabsPersistAcrossRestarts() {

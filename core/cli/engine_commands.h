@@ -1,0 +1,13 @@
+#pragma once
+// Local-engine subcommands (tokenize, detokenize, generate, forward, model info). They are
+// Qt-free but link libtorch, so they live in crosslab_engine, not crosslab_core.
+
+#include <vector>
+
+#include "core/cli/command.h"
+
+namespace crosslab::cli {
+
+void addEngineCommands(std::vector<Command>& commands);
+
+}  // namespace crosslab::cli

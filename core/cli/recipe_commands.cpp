@@ -1,0 +1,100 @@
+#include <ostream>
+#include <sstream>
+
+#include "core/cli/command.h"
+#include "core/cli/recipe_flags.h"
+
+namespace crosslab::cli {
+namespace {
+
+// Flag name -> recipe key; help text.
+const std::vector<std::pair<OptionSpec, const char*>>& flagTable() {
+  static const std::vector<std::pair<OptionSpec, const char*>> t = {
+      {{"--model", true, "base model folder (model_name_or_path)"}, "model_name_or_path"},
+      {{"--dataset", true, "dataset name(s) in dataset_info.json"}, "dataset"},
+      {{"--dataset-dir", true, "folder holding dataset_info.json"}, "dataset_dir"},
+      {{"--lora-rank", true, "LoRA rank r (lab: 16)"}, "lora_rank"},
+      {{"--lora-alpha", true, "LoRA alpha (lab: 32)"}, "lora_alpha"},
+      {{"--lora-dropout", true, "LoRA dropout (lab: 0)"}, "lora_dropout"},
+      {{"--lora-target", true, "all, or a comma list of q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"}, "lora_target"},
+      {{"--learning-rate", true, "peak learning rate (lab: 1e-4)"}, "learning_rate"},
+      {{"--num-train-epochs", true, "epochs (lab: 3)"}, "num_train_epochs"},
+      {{"--per-device-train-batch-size", true, "micro-batch per device"}, "per_device_train_batch_size"},
+      {{"--gradient-accumulation-steps", true, "micro-batches per optimizer step"}, "gradient_accumulation_steps"},
+      {{"--cutoff-len", true, "tokens per example (lab: 4096)"}, "cutoff_len"},
+      {{"--lr-scheduler-type", true, "linear, cosine or constant"}, "lr_scheduler_type"},
+      {{"--warmup-ratio", true, "fraction of steps spent warming up"}, "warmup_ratio"},
+      {{"--logging-steps", true, "an events line every N steps"}, "logging_steps"},
+      {{"--save-steps", true, "a checkpoint every N steps (0: at the end only)"}, "save_steps"},
+      {{"--seed", true, "seed of data order and initialisation"}, "seed"},
+      {{"--dtype", true, "bf16 or f32"}, "dtype"},
+      {{"--max-steps", true, "stop after N optimizer steps"}, "max_steps"},
+  };
+  return t;
+}
+
+int recipeShow(const Args& args, Context& ctx) {
+  args.expectPositionals(0, 0);
+  std::vector<std::string> warnings;
+  const auto r = recipeFromArgs(args, &warnings);
+  for (const auto& w : warnings) ctx.err << "warning: " << w << "\n";
+  const std::int64_t examples = args.value("--examples") ? std::stoll(*args.value("--examples")) : 290;
+  ctx.out << "LoRA r " << r.loraRank << ", alpha " << r.loraAlpha << " (scaling " << r.loraScaling() << ")"
+          << (r.useRslora ? ", rsLoRA" : "") << ", targets " << (r.loraTargets.size() == 7 ? "all linear" : "")
+          << "\n";
+  ctx.out << "lr " << r.learningRate << " " << r.lrSchedulerType << ", warmup " << r.warmupRatio << ", "
+          << r.numTrainEpochs << " epochs, " << r.dtype << ", cutoff " << r.cutoffLen << "\n";
+  ctx.out << "effective batch " << r.effectiveBatch() << " = " << r.perDeviceTrainBatchSize << " micro × "
+          << r.gradientAccumulationSteps << " accumulation × " << r.devices << " devices\n";
+  ctx.out << examples << " examples -> " << r.stepsPerEpoch(examples) << " steps per epoch -> "
+          << r.totalSteps(examples) << " steps\n";
+  for (const auto& p : r.validate()) ctx.out << "problem: " << p << "\n";
+  return r.validate().empty() ? 0 : 1;
+}
+
+int recipeExport(const Args& args, Context& ctx) {
+  args.expectPositionals(0, 0);
+  const std::string format = args.value("--format").value_or("json");
+  if (format != "json" && format != "llamafactory") throw UsageError("--format must be json or llamafactory");
+  std::vector<std::string> warnings;
+  const auto r = recipeFromArgs(args, &warnings);
+  for (const auto& w : warnings) ctx.err << "warning: " << w << "\n";
+  const auto problems = r.validate();
+  if (!problems.empty()) throw std::runtime_error("invalid recipe: " + problems.front());
+  ctx.out << (format == "json" ? train::recipeToJson(r) : train::recipeToLlamaFactoryYaml(r));
+  return 0;
+}
+
+}  // namespace
+
+std::vector<OptionSpec> recipeOptions() {
+  std::vector<OptionSpec> out = {{"--recipe", true, "recipe file (.json, or LLaMA-Factory .yaml)"}};
+  for (const auto& [spec, key] : flagTable()) out.push_back(spec);
+  return out;
+}
+
+train::Recipe recipeFromArgs(const Args& args, std::vector<std::string>* warnings) {
+  train::Recipe r = args.value("--recipe") ? train::loadRecipeFile(*args.value("--recipe")) : train::Recipe::labDefaults();
+  if (warnings)
+    for (const auto& [k, v] : r.unknownKeys)
+      warnings->push_back("recipe key '" + k + "' is not used by crosslab's trainer (kept for export)");
+  std::map<std::string, std::string> overrides;
+  for (const auto& [spec, key] : flagTable())
+    if (auto v = args.value(spec.name)) overrides[key] = *v;
+  train::applyOverrides(r, overrides);
+  return r;
+}
+
+void addRecipeCommands(std::vector<Command>& commands) {
+  auto showOptions = recipeOptions();
+  showOptions.push_back({"--examples", true, "training examples, for the step count (default 290)"});
+  commands.push_back({"recipe show", "[--recipe FILE] [recipe flags] [--examples N]",
+                      "show a LoRA recipe (the lab defaults unless a file or flags say otherwise) and its step count",
+                      showOptions, recipeShow});
+  auto exportOptions = recipeOptions();
+  exportOptions.push_back({"--format", true, "json (default) or llamafactory (LoRA SFT YAML)"});
+  commands.push_back({"recipe export", "--format json|llamafactory [--recipe FILE] [recipe flags]",
+                      "print a recipe as crosslab JSON or LLaMA-Factory YAML", exportOptions, recipeExport});
+}
+
+}  // namespace crosslab::cli

@@ -1,0 +1,33 @@
+#pragma once
+// Picks the next token from a row of logits: greedy, or temperature / top-k / top-p
+// sampling from a seeded generator (same seed, same logits -> same choices).
+
+#include <cstddef>
+#include <cstdint>
+#include <random>
+#include <vector>
+
+namespace crosslab::infer {
+
+struct SamplingParams {
+  double temperature = 0.0;  // 0 = greedy (argmax)
+  int topK = 0;              // 0 = off
+  double topP = 1.0;         // 1 = off
+  uint64_t seed = 0;
+};
+
+class Sampler {
+ public:
+  explicit Sampler(const SamplingParams& params);
+  // `logits`: [n] fp32 scores of one position. Returns the chosen id.
+  int32_t sample(const float* logits, size_t n);
+
+ private:
+  SamplingParams params_;
+  std::mt19937_64 rng_;
+  std::vector<std::pair<float, int32_t>> scratch_;
+};
+
+int32_t argmax(const float* logits, size_t n);  // first index of the maximum, as torch.argmax
+
+}  // namespace crosslab::infer

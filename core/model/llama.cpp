@@ -1,0 +1,304 @@
+#include "core/model/llama.h"
+
+#include <ATen/ATen.h>
+
+#include <cmath>
+#include <fstream>
+#include <nlohmann/json.hpp>
+#include <sstream>
+#include <stdexcept>
+
+#include "core/model/checkpoint_files.h"
+#include "core/model/llama_layout.h"
+
+namespace crosslab::model {
+namespace {
+
+std::string shapeText(at::IntArrayRef shape) {
+  std::ostringstream os;
+  os << "[";
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? ", " : "") << shape[i];
+  os << "]";
+  return os.str();
+}
+
+at::ScalarType torchType(DType dtype, const std::string& name) {
+  switch (dtype) {
+    case DType::F32: return at::kFloat;
+    case DType::BF16: return at::kBFloat16;
+    case DType::F16: return at::kHalf;
+    default: throw std::runtime_error("tensor '" + name + "' has dtype " + dtypeName(dtype) + ", expected F32, BF16 or F16");
+  }
+}
+
+// One checkpoint tensor as `dtype` on `device`, its shape checked against the config.
+// The result aliases the read-only memory map when no conversion is needed.
+class WeightLoader {
+ public:
+  WeightLoader(const CheckpointFiles& files, at::ScalarType dtype, at::Device device)
+      : files_(files), dtype_(dtype), device_(device) {}
+
+  at::Tensor get(const std::string& name, std::vector<int64_t> shape, bool required = true) const {
+    const TensorView v = files_.find(name);
+    if (!v.info) {
+      if (required) throw std::runtime_error("checkpoint lacks tensor '" + name + "'");
+      return {};
+    }
+    if (v.info->shape != shape)
+      throw std::runtime_error("tensor '" + name + "' has shape " + shapeText(v.info->shape) + ", config expects " +
+                               shapeText(shape));
+    const auto type = torchType(v.info->dtype, name);
+    // from_blob never frees: the map outlives the model (LlamaModel::files_).
+    at::Tensor t = at::from_blob(const_cast<uint8_t*>(v.data), shape, at::TensorOptions().dtype(type));
+    if (type == dtype_ && device_.is_cpu()) return t;
+    return t.to(device_, dtype_);
+  }
+
+ private:
+  const CheckpointFiles& files_;
+  at::ScalarType dtype_;
+  at::Device device_;
+};
+
+// y = x W^T + b. A single fp32 row (batch-1 decode) goes through gemv: for M = 1 the
+// sgemm path of libtorch 1.13 + OpenBLAS reads W at a fraction of the bandwidth gemv gets
+// (measured 2-10x slower on 768x2048). bf16 stays on linear (oneDNN beats its gemv).
+at::Tensor project(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  const int64_t in = x.size(-1);
+  if (x.numel() == in && x.scalar_type() == at::kFloat && x.device().is_cpu()) {
+    at::Tensor y = at::mv(w, x.reshape({in}));  // [out]
+    if (b.defined()) y = y + b;
+    std::vector<int64_t> shape = x.sizes().vec();
+    shape.back() = w.size(0);
+    return y.view(shape);
+  }
+  return b.defined() ? at::linear(x, w, b) : at::linear(x, w);
+}
+
+// RMSNorm in fp32, cast back, then scaled (transformers' LlamaRMSNorm order).
+at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps) {
+  at::Tensor h = x.to(at::kFloat);
+  h = h * at::rsqrt(h.pow(2).mean(-1, /*keepdim=*/true) + eps);
+  return weight * h.to(x.scalar_type());
+}
+
+at::Tensor rotateHalf(const at::Tensor& x) {
+  const int64_t half = x.size(-1) / 2;
+  return at::cat({-x.narrow(-1, half, half), x.narrow(-1, 0, half)}, -1);
+}
+
+}  // namespace
+
+bool KvCache::uniform() const {
+  for (auto l : lengths)
+    if (l != lengths[0]) return false;
+  return true;
+}
+
+void KvCache::reset() {
+  for (auto& l : lengths) l = 0;
+}
+
+std::vector<float> ropeInverseFrequencies(const ModelConfig& c) {
+  // Same op sequence as transformers (fp32 torch math) so the angles agree to the bit.
+  const at::Tensor exponents = at::arange(0, c.headDim, 2, at::kLong).to(at::kFloat) / double(c.headDim);
+  at::Tensor inv = 1.0 / at::pow(c.ropeTheta, exponents);
+  const RopeScaling& rs = c.ropeScaling;
+  if (rs.type == RopeScaling::Type::Linear) inv = inv / rs.factor;
+  if (rs.type == RopeScaling::Type::Llama3) {
+    const double orig = double(rs.originalMaxPositions);
+    const double lowWavelen = orig / rs.lowFreqFactor, highWavelen = orig / rs.highFreqFactor;
+    const at::Tensor wavelen = 2 * M_PI / inv;
+    const at::Tensor scaled = at::where(wavelen > lowWavelen, inv / rs.factor, inv);
+    const at::Tensor smooth = (orig / wavelen - rs.lowFreqFactor) / (rs.highFreqFactor - rs.lowFreqFactor);
+    const at::Tensor smoothed = (1 - smooth) * scaled / rs.factor + smooth * scaled;
+    const at::Tensor medium = at::logical_not(wavelen < highWavelen).logical_and(at::logical_not(wavelen > lowWavelen));
+    inv = at::where(medium, smoothed, scaled);
+  }
+  inv = inv.contiguous();
+  return std::vector<float>(inv.data_ptr<float>(), inv.data_ptr<float>() + inv.numel());
+}
+
+LlamaModel::LlamaModel(ModelConfig config, at::ScalarType dtype, at::Device device)
+    : config_(std::move(config)), dtype_(dtype), device_(device) {
+  auto inv = ropeInverseFrequencies(config_);
+  invFreq_ = at::tensor(inv, at::kFloat).to(device_);
+}
+
+LlamaModel LlamaModel::load(const std::filesystem::path& dir, at::ScalarType dtype, at::Device device) {
+  LlamaModel m(loadModelConfig(dir), dtype, device);
+  m.files_ = std::make_shared<CheckpointFiles>(CheckpointFiles::open(dir));
+  const ModelConfig& c = m.config_;
+  checkLlamaCheckpoint(*m.files_, c);  // names the first bad tensor before anything is converted
+  const WeightLoader w(*m.files_, dtype, device);
+  const int64_t H = c.hiddenSize, I = c.intermediateSize, q = c.numHeads * c.headDim, kv = c.numKvHeads * c.headDim;
+  m.weights_.embed = w.get("model.embed_tokens.weight", {c.vocabSize, H});
+  m.weights_.finalNorm = w.get("model.norm.weight", {H});
+  m.weights_.lmHead = c.tieWordEmbeddings ? m.weights_.embed : w.get("lm_head.weight", {c.vocabSize, H});
+  for (int64_t i = 0; i < c.numLayers; ++i) {
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    LlamaLayerWeights L;
+    L.inputNorm = w.get(p + "input_layernorm.weight", {H});
+    L.postNorm = w.get(p + "post_attention_layernorm.weight", {H});
+    L.wq = w.get(p + "self_attn.q_proj.weight", {q, H});
+    L.wk = w.get(p + "self_attn.k_proj.weight", {kv, H});
+    L.wv = w.get(p + "self_attn.v_proj.weight", {kv, H});
+    L.wo = w.get(p + "self_attn.o_proj.weight", {H, q});
+    if (c.attentionBias) {  // q/k/v required; o optional (Qwen2 has none)
+      L.bq = w.get(p + "self_attn.q_proj.bias", {q});
+      L.bk = w.get(p + "self_attn.k_proj.bias", {kv});
+      L.bv = w.get(p + "self_attn.v_proj.bias", {kv});
+      L.bo = w.get(p + "self_attn.o_proj.bias", {H}, false);
+    }
+    L.wGate = w.get(p + "mlp.gate_proj.weight", {I, H});
+    L.wUp = w.get(p + "mlp.up_proj.weight", {I, H});
+    L.wDown = w.get(p + "mlp.down_proj.weight", {H, I});
+    if (c.mlpBias) {
+      L.bGate = w.get(p + "mlp.gate_proj.bias", {I});
+      L.bUp = w.get(p + "mlp.up_proj.bias", {I});
+      L.bDown = w.get(p + "mlp.down_proj.bias", {H});
+    }
+    m.weights_.layers.push_back(std::move(L));
+  }
+  return m;
+}
+
+KvCache LlamaModel::makeCache(int64_t batch, int64_t capacity) const {
+  KvCache cache;
+  cache.capacity = capacity;
+  cache.lengths.assign(size_t(batch), 0);
+  const auto opts = at::TensorOptions().dtype(dtype_).device(device_);
+  for (int64_t i = 0; i < config_.numLayers; ++i) {
+    cache.keys.push_back(at::zeros({batch, config_.numKvHeads, capacity, config_.headDim}, opts));
+    cache.values.push_back(at::zeros({batch, config_.numKvHeads, capacity, config_.headDim}, opts));
+  }
+  return cache;
+}
+
+void LlamaModel::mergeLoraAdapter(const std::filesystem::path& dir) {
+  std::ifstream in(dir / "adapter_config.json");
+  if (!in) throw std::runtime_error((dir / "adapter_config.json").string() + ": cannot open");
+  nlohmann::json cfg;
+  try {
+    in >> cfg;
+  } catch (const std::exception&) {
+    throw std::runtime_error("adapter_config.json: not valid JSON");
+  }
+  if (!cfg.is_object() || !cfg.contains("r") || !cfg["r"].is_number_integer() || cfg["r"].get<int64_t>() <= 0 ||
+      !cfg.contains("lora_alpha") || !cfg["lora_alpha"].is_number())
+    throw std::runtime_error("adapter_config.json: needs integer 'r' > 0 and number 'lora_alpha'");
+  if (cfg.contains("peft_type") && cfg["peft_type"] != "LORA") throw std::runtime_error("adapter_config.json: peft_type is not LORA");
+  const auto flag = [&](const char* key) { return cfg.contains(key) && cfg[key].is_boolean() && cfg[key].get<bool>(); };
+  if (flag("use_dora")) throw std::runtime_error("adapter_config.json: DoRA adapters are not supported");
+  const double r = double(cfg["r"].get<int64_t>()), alpha = cfg["lora_alpha"].get<double>();
+  const double scaling = flag("use_rslora") ? alpha / std::sqrt(r) : alpha / r;
+
+  SafetensorsFile file(dir / "adapter_model.safetensors");
+  const auto get = [&](const std::string& name) -> at::Tensor {
+    const TensorInfo* info = file.find(name);
+    if (!info) return {};
+    const auto v = file.view(*info);
+    return at::from_blob(const_cast<uint8_t*>(v.data), info->shape, at::TensorOptions().dtype(torchType(info->dtype, name)))
+        .to(device_, at::kFloat);
+  };
+  int merged = 0;
+  const auto merge = [&](at::Tensor& w, const std::string& module) {
+    const std::string p = "base_model.model." + module;
+    const at::Tensor a = get(p + ".lora_A.weight"), b = get(p + ".lora_B.weight");  // [r, in], [out, r]
+    if (!a.defined() && !b.defined()) return;
+    if (!a.defined() || !b.defined()) throw std::runtime_error("adapter has only one of lora_A/lora_B for '" + module + "'");
+    if (a.dim() != 2 || b.dim() != 2 || a.size(1) != w.size(1) || b.size(0) != w.size(0) || a.size(0) != b.size(1))
+      throw std::runtime_error("adapter tensors for '" + module + "' do not fit the weight " + shapeText(w.sizes()));
+    w = (w.to(at::kFloat) + at::mm(b, a) * scaling).to(dtype_);  // a new tensor: the mapped weights stay read-only
+    ++merged;
+  };
+  for (size_t i = 0; i < weights_.layers.size(); ++i) {
+    auto& L = weights_.layers[i];
+    const std::string p = "model.layers." + std::to_string(i) + ".";
+    merge(L.wq, p + "self_attn.q_proj");
+    merge(L.wk, p + "self_attn.k_proj");
+    merge(L.wv, p + "self_attn.v_proj");
+    merge(L.wo, p + "self_attn.o_proj");
+    merge(L.wGate, p + "mlp.gate_proj");
+    merge(L.wUp, p + "mlp.up_proj");
+    merge(L.wDown, p + "mlp.down_proj");
+  }
+  if (merged == 0) throw std::runtime_error("adapter_model.safetensors has no LoRA weights for this model's layers");
+}
+
+at::Tensor LlamaModel::hidden(const at::Tensor& ids, KvCache* cache) const {
+  const int64_t B = ids.size(0), T = ids.size(1);
+  const auto longOpts = at::TensorOptions().dtype(at::kLong).device(device_);
+  // positions [B, T]: row b continues where its cache ends.
+  at::Tensor positions = at::arange(T, longOpts).unsqueeze(0).repeat({B, 1});
+  if (cache) {
+    if (int64_t(cache->lengths.size()) != B) throw std::runtime_error("KV cache batch size does not match the input");
+    for (int64_t b = 0; b < B; ++b)
+      if (cache->lengths[size_t(b)] + T > cache->capacity) throw std::runtime_error("KV cache is full");
+    positions = positions + at::tensor(cache->lengths, at::kLong).to(device_).unsqueeze(1);
+  }
+  // RoPE angles in fp32, cos/sin cast to the activation dtype: [B, 1, T, hd]
+  const at::Tensor freqs = positions.to(at::kFloat).unsqueeze(-1) * invFreq_;  // [B, T, hd/2]
+  const at::Tensor emb = at::cat({freqs, freqs}, -1);
+  const at::Tensor cos = emb.cos().to(dtype_).unsqueeze(1), sin = emb.sin().to(dtype_).unsqueeze(1);
+
+  at::Tensor x = at::embedding(weights_.embed, ids.to(device_));  // [B, T, H]
+  for (size_t l = 0; l < weights_.layers.size(); ++l) {
+    const auto& w = weights_.layers[l];
+    x = x + attention(w, rmsNorm(x, w.inputNorm, config_.rmsNormEps), cos, sin, positions, cache, l);
+    x = x + mlp(w, rmsNorm(x, w.postNorm, config_.rmsNormEps));
+  }
+  if (cache)
+    for (auto& len : cache->lengths) len += T;
+  return rmsNorm(x, weights_.finalNorm, config_.rmsNormEps);
+}
+
+at::Tensor LlamaModel::logits(const at::Tensor& hidden) const {
+  return project(hidden, weights_.lmHead, at::Tensor()).to(at::kFloat);  // [B, T, vocab]
+}
+
+at::Tensor LlamaModel::attention(const LlamaLayerWeights& w, const at::Tensor& h, const at::Tensor& cos,
+                                 const at::Tensor& sin, const at::Tensor& positions, KvCache* cache,
+                                 size_t layer) const {
+  const int64_t B = h.size(0), T = h.size(1), nh = config_.numHeads, nkv = config_.numKvHeads, hd = config_.headDim;
+  const int64_t rep = nh / nkv;
+  at::Tensor q = project(h, w.wq, w.bq).view({B, T, nh, hd}).transpose(1, 2);   // [B, nh, T, hd]
+  at::Tensor k = project(h, w.wk, w.bk).view({B, T, nkv, hd}).transpose(1, 2);  // [B, nkv, T, hd]
+  at::Tensor v = project(h, w.wv, w.bv).view({B, T, nkv, hd}).transpose(1, 2);  // [B, nkv, T, hd]
+  q = q * cos + rotateHalf(q) * sin;
+  k = k * cos + rotateHalf(k) * sin;
+  bool needMask = T > 1;
+  if (cache) {
+    int64_t maxLen = 0;
+    for (int64_t b = 0; b < B; ++b) {  // append this step's keys/values at each row's end
+      const int64_t len = cache->lengths[size_t(b)];
+      cache->keys[layer][b].narrow(1, len, T).copy_(k[b]);
+      cache->values[layer][b].narrow(1, len, T).copy_(v[b]);
+      maxLen = std::max(maxLen, len);
+    }
+    needMask = needMask || !cache->uniform();
+    k = cache->keys[layer].narrow(2, 0, maxLen + T);  // [B, nkv, S, hd]
+    v = cache->values[layer].narrow(2, 0, maxLen + T);
+  }
+  const int64_t S = k.size(2);
+  // GQA without copying K/V: query head j = g*rep + r reads kv head g.
+  const at::Tensor qg = q.reshape({B, nkv, rep * T, hd});
+  at::Tensor scores = at::matmul(qg, k.transpose(2, 3)) * (1.0 / std::sqrt(double(hd)));  // [B, nkv, rep*T, S]
+  if (needMask) {
+    // key j is visible to the query at position p iff j <= p: [B, 1, 1, T, S]
+    const at::Tensor keyPos = at::arange(S, positions.options());
+    const at::Tensor hidden = keyPos.view({1, 1, S}) > positions.unsqueeze(-1);
+    scores = scores.view({B, nkv, rep, T, S})
+                 .masked_fill(hidden.view({B, 1, 1, T, S}), -std::numeric_limits<float>::infinity())
+                 .view({B, nkv, rep * T, S});
+  }
+  const at::Tensor probs = at::softmax(scores, -1, at::kFloat).to(dtype_);
+  const at::Tensor o = at::matmul(probs, v).view({B, nh, T, hd}).transpose(1, 2).reshape({B, T, nh * hd});
+  return project(o, w.wo, w.bo);
+}
+
+at::Tensor LlamaModel::mlp(const LlamaLayerWeights& w, const at::Tensor& h) const {
+  return project(at::silu(project(h, w.wGate, w.bGate)) * project(h, w.wUp, w.bUp), w.wDown, w.bDown);
+}
+
+}  // namespace crosslab::model

@@ -1,0 +1,102 @@
+#pragma once
+// A live training-curve chart: loss (raw and EMA-smoothed), learning rate on a second
+// axis, eval-loss points; several runs overlaid for comparison, aligned by step or epoch.
+//
+// Built to stay smooth while a run streams in (PlotJuggler's recipe): producers call
+// append() from any thread, which only pushes under a short lock; a single-shot timer on
+// the GUI thread coalesces repaints to at most 25 per second, moves the data out, and
+// updates each series with replace(); above kMaxPlotted points a series is decimated
+// (min/max per bucket, so spikes stay visible).
+
+#include <QChartView>
+#include <QHash>
+#include <QMutex>
+#include <QPointF>
+#include <QTimer>
+#include <QVector>
+#include <optional>
+
+class QLineSeries;
+class QScatterSeries;
+class QAbstractAxis;
+class QValueAxis;
+
+namespace crosslab::widgets {
+
+struct MetricPoint {
+  qint64 step = 0;
+  double epoch = 0;
+  std::optional<double> loss, lr, evalLoss;
+};
+
+class LossChart : public QChartView {
+  Q_OBJECT
+ public:
+  static constexpr int kMaxPlotted = 2000;   // points per series after decimation
+  static constexpr int kRepaintMs = 40;      // ≤ 25 repaints per second
+
+  enum class Align { Step, Epoch };
+
+  explicit LossChart(QWidget* parent = nullptr);
+
+  // Adds a run to the chart (the first one also shows its learning rate).
+  void addRun(qint64 runId, const QString& label);
+  void clearRuns();
+  QList<qint64> runs() const { return order_; }
+
+  // Thread-safe: queue points for `runId`; they show at the next coalesced repaint.
+  void append(qint64 runId, const QVector<MetricPoint>& points);
+  // Applies everything queued now (the timer does this; tests call it directly).
+  void flush();
+
+  void setSmoothing(double alpha);  // EMA weight of history, 0 (raw) … 0.99
+  double smoothing() const { return smoothing_; }
+  void setLogScale(bool on);
+  bool logScale() const { return logScale_; }
+  void setAlign(Align a);
+  void setRunColor(qint64 runId, const QColor& color);
+
+  // For tests and the hover read-out.
+  int plottedLossPoints(qint64 runId) const;
+  int totalLossPoints(qint64 runId) const;
+  QVector<QPointF> plottedEma(qint64 runId) const;
+  int repaintCount() const { return repaints_; }
+
+  // min/max-per-bucket decimation that keeps the first and last points.
+  static QVector<QPointF> decimate(const QVector<QPointF>& points, int maxPoints);
+  // Debiased-free EMA as TensorBoard draws it: s_0 = y_0, s_i = a·s_{i-1} + (1-a)·y_i.
+  static QVector<QPointF> ema(const QVector<QPointF>& points, double alpha);
+
+ signals:
+  void hovered(const QString& text);
+
+ private:
+  struct Series {
+    QString label;
+    QVector<MetricPoint> data;  // full resolution, in arrival order
+    QLineSeries* loss = nullptr;
+    QLineSeries* smooth = nullptr;
+    QScatterSeries* eval = nullptr;
+    QLineSeries* lr = nullptr;
+  };
+
+  void rebuildAxes();
+  void redraw(Series& s);
+  void updateRanges();
+  double xOf(const MetricPoint& p) const { return align_ == Align::Step ? double(p.step) : p.epoch; }
+
+  QMutex mutex_;
+  QHash<qint64, QVector<MetricPoint>> pending_;
+  QHash<qint64, Series> series_;
+  QList<qint64> order_;
+  QTimer repaint_;
+  QValueAxis* x_ = nullptr;
+  QAbstractAxis* y_ = nullptr;
+  QValueAxis* yLr_ = nullptr;
+  double smoothing_ = 0.6;
+  bool logScale_ = false;
+  Align align_ = Align::Step;
+  int repaints_ = 0;
+};
+
+}  // namespace crosslab::widgets
