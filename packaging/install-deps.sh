@@ -17,6 +17,9 @@ packages=(
   # store, JSON, logging, YAML, HTTP, SSH
   libsqlite3-dev sqlite3 nlohmann-json3-dev libspdlog-dev libfmt-dev
   libyaml-cpp-dev libcpp-httplib-dev libssh-dev
+  # benchmark client: HTTP/1.1 response parser (nodejs http-parser), on-demand JSON for SSE chunks
+  libhttp-parser-dev libsimdjson-dev
+  # (test_bench_metrics' numpy re-implementation of vLLM's formulas uses python3-numpy above)
   # SSH tests run a real OpenSSH server on loopback
   openssh-server openssh-client
   # independent references in tests (Debian's python3, not a virtualenv)

@@ -23,6 +23,7 @@
 #include <spdlog/spdlog.h>
 
 #include "backends/lab_session.h"
+#include "widgets/benchmarks_panel.h"
 #include "widgets/empty_state_panel.h"
 #include "widgets/log_panel.h"
 #include "widgets/recent_labs.h"
@@ -124,6 +125,8 @@ void MainWindow::buildPanels() {
     item->setSizeHint(QSize(0, 34));
     if (spec.title == tr("Training"))
       stack_->addWidget(new TrainingPanel(session_, stack_));
+    else if (spec.title == tr("Benchmarks"))
+      stack_->addWidget(new BenchmarksPanel(session_, stack_));
     else
       stack_->addWidget(new EmptyStatePanel(spec, session_, stack_));
   }

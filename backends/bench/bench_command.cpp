@@ -1,0 +1,331 @@
+#include "backends/bench/bench_command.h"
+
+#include <csignal>
+#include <cstdlib>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+#include <thread>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/bench/standin_server.h"
+#include "backends/bench/throughput_sweep.h"
+#include "core/bench/bench_store.h"
+
+namespace crosslab::backends {
+
+namespace {
+
+using cli::Args;
+using cli::UsageError;
+using nlohmann::json;
+
+std::atomic<bool> gStop{false};
+extern "C" void onStopSignal(int) { gStop = true; }
+
+// SIGINT / SIGTERM end the current level cleanly (finished levels are kept).
+struct StopSignals {
+  struct sigaction oldInt {}, oldTerm {};
+  StopSignals() {
+    gStop = false;
+    struct sigaction sa {};
+    sa.sa_handler = onStopSignal;
+    sigemptyset(&sa.sa_mask);
+    sigaction(SIGINT, &sa, &oldInt);
+    sigaction(SIGTERM, &sa, &oldTerm);
+  }
+  ~StopSignals() {
+    sigaction(SIGINT, &oldInt, nullptr);
+    sigaction(SIGTERM, &oldTerm, nullptr);
+  }
+};
+
+double toDouble(const std::string& name, const std::string& text) {
+  size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty()) throw UsageError(name + " needs a number, not '" + text + "'");
+  return v;
+}
+
+int toInt(const std::string& name, const std::string& text) {
+  const double v = toDouble(name, text);
+  if (v != static_cast<int>(v)) throw UsageError(name + " needs a whole number, not '" + text + "'");
+  return static_cast<int>(v);
+}
+
+std::vector<int> parseLevels(const std::string& text) {
+  std::vector<int> out;
+  std::stringstream in(text);
+  for (std::string item; std::getline(in, item, ',');) out.push_back(toInt("--concurrency", item));
+  if (out.empty()) throw UsageError("--concurrency needs a list like 1,8,32,64");
+  return out;
+}
+
+std::string shellQuote(const std::string& s) {
+  if (!s.empty() && s.find_first_not_of("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-.,/:=@+") ==
+                        std::string::npos)
+    return s;
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+// The command as run: /proc/self/cmdline when this is crosslab-cli, else rebuilt.
+std::string exactCommand(const Args& args, const std::vector<cli::OptionSpec>& specs) {
+  std::ifstream in("/proc/self/cmdline", std::ios::binary);
+  std::vector<std::string> argv;
+  for (std::string a; std::getline(in, a, '\0');) argv.push_back(a);
+  if (!argv.empty() && std::filesystem::path(argv[0]).filename() == "crosslab-cli") {
+    std::string cmd = "crosslab-cli";
+    for (size_t i = 1; i < argv.size(); ++i) cmd += " " + shellQuote(argv[i]);
+    return cmd;
+  }
+  std::string cmd = "crosslab-cli bench";
+  for (const auto& s : specs)
+    if (args.has(s.name)) cmd += " " + s.name + (s.takesValue ? " " + shellQuote(*args.value(s.name)) : "");
+  return cmd;
+}
+
+SweepOptions optionsFrom(const Args& a) {
+  SweepOptions o;
+  if (!a.has("--url") || !a.has("--model")) throw UsageError("--url and --model are required");
+  o.url = *a.value("--url");
+  o.model = *a.value("--model");
+  o.endpoint = a.value("--endpoint").value_or("completions");
+  if (a.has("--concurrency")) o.levels = parseLevels(*a.value("--concurrency"));
+  if (a.has("--num-prompts") && a.has("--duration")) throw UsageError("give --num-prompts or --duration, not both");
+  if (a.has("--num-prompts")) o.numPrompts = toInt("--num-prompts", *a.value("--num-prompts"));
+  if (a.has("--duration")) o.durationS = toDouble("--duration", *a.value("--duration"));
+  if (a.has("--input-len")) o.inputLen = toInt("--input-len", *a.value("--input-len"));
+  if (a.has("--output-len")) o.outputLen = toInt("--output-len", *a.value("--output-len"));
+  o.ignoreEos = a.has("--ignore-eos");
+  const std::string rate = a.value("--request-rate").value_or("inf");
+  if (rate != "inf") o.rate = toDouble("--request-rate", rate);
+  if (a.has("--burstiness")) o.burstiness = toDouble("--burstiness", *a.value("--burstiness"));
+  if (a.has("--warmup")) o.warmup = toInt("--warmup", *a.value("--warmup"));
+  if (a.has("--price-per-hour")) o.pricePerHour = toDouble("--price-per-hour", *a.value("--price-per-hour"));
+  if (a.has("--timeout")) o.timeoutS = toDouble("--timeout", *a.value("--timeout"));
+  if (a.has("--collapse-fraction")) o.collapseFraction = toDouble("--collapse-fraction", *a.value("--collapse-fraction"));
+  if (a.has("--stall-seconds")) o.stallS = toDouble("--stall-seconds", *a.value("--stall-seconds"));
+  if (a.has("--watch-window")) o.watchWindowS = toDouble("--watch-window", *a.value("--watch-window"));
+  if (a.has("--seed")) o.seed = static_cast<std::uint64_t>(toInt("--seed", *a.value("--seed")));
+  if (a.has("--api-key-env")) {
+    const std::string var = *a.value("--api-key-env");
+    const char* key = std::getenv(var.c_str());
+    if (!key || !*key) throw std::runtime_error("environment variable " + var + " (--api-key-env) is not set");
+    o.authorization = std::string("Bearer ") + key;
+  }
+  return o;
+}
+
+std::string utcStamp() {  // vLLM's "date": %Y%m%d-%H%M%S
+  const std::time_t t = std::time(nullptr);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y%m%d-%H%M%S", &tm);
+  return buf;
+}
+
+// Rewrites the whole JSON Lines file through a temporary + rename: never half-written.
+void writeJsonLines(const std::string& path, const std::vector<json>& lines) {
+  const std::string tmp = path + ".tmp";
+  {
+    std::ofstream out(tmp, std::ios::trunc);
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+    for (const auto& l : lines) out << l.dump() << "\n";
+    out.flush();
+    if (!out) throw std::runtime_error("cannot write " + tmp);
+  }
+  std::filesystem::rename(tmp, path);
+}
+
+std::string fixed(double v, int decimals) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(decimals) << v;
+  return s.str();
+}
+
+// Prints progress (human lines, or JSON Lines with --progress) and saves each level.
+class CliListener : public SweepListener {
+ public:
+  CliListener(std::ostream& out, bool jsonProgress) : out_(out), json_(jsonProgress) {}
+  std::function<void(const bench::LevelResult&)> onLevel;
+
+  void onLevelStart(int c, int planned) override {
+    lastTick_ = -1;
+    if (json_)
+      emit({{"event", "level_start"}, {"concurrency", c}, {"planned", planned}});
+    else
+      out_ << "level c=" << c << ": " << (planned ? std::to_string(planned) + " requests" : "timed") << " …\n"
+           << std::flush;
+  }
+  void onTick(int c, const LiveTick& t, double agg, double perStream) override {
+    if (!json_ || t.elapsedS - lastTick_ < 0.2) return;  // ≤ 5 lines/s for the GUI
+    lastTick_ = t.elapsedS;
+    emit({{"event", "tick"}, {"concurrency", c}, {"t", t.elapsedS}, {"aggregate_tok_s", agg},
+          {"per_stream_tok_s", perStream}, {"issued", t.issued}, {"done", t.done}, {"failed", t.failed},
+          {"planned", t.planned}, {"in_flight", t.inFlight}, {"decoding", t.decoding}});
+  }
+  void onRequestDone(int c, const bench::RequestRecord& r) override {
+    if (json_)
+      emit({{"event", "request"}, {"concurrency", c}, {"ok", r.success}, {"t", r.startS + r.latencyS},
+            {"ttft_ms", r.ttftS * 1000}, {"error", r.error}});
+  }
+  void onLevelDone(const bench::LevelResult& l) override {
+    if (onLevel) onLevel(l);
+    if (json_) {
+      json j = levelToJson(l);
+      for (const char* big : {"input_lens", "output_lens", "ttfts", "errors"}) j.erase(big);
+      emit({{"event", "level"}, {"result", j}});
+      return;
+    }
+    out_ << "  c=" << l.context.maxConcurrency << "  completed " << l.completed << "  failed " << l.failed
+         << "  output " << fixed(l.outputThroughput, 1) << " tok/s  per-stream " << fixed(l.perStreamTokS, 1)
+         << " tok/s  TTFT mean " << fixed(l.ttft.meanMs, 1) << " ms  TPOT p99 " << fixed(l.tpot.p99Ms, 2) << " ms"
+         << (l.usdPerMOutputTokens ? "  $" + fixed(*l.usdPerMOutputTokens, 3) + "/M" : "")
+         << "  tokens from " << l.outputTokensSource << "\n";
+    for (const auto& r : l.requests)
+      if (!r.success) {
+        out_ << "  first failure: " << r.error << "\n";
+        break;
+      }
+    if (!l.collapse.empty()) out_ << "  COLLAPSE: " << l.collapse << "\n";
+    out_ << std::flush;
+  }
+  void emit(const json& j) { out_ << j.dump() << "\n" << std::flush; }
+
+ private:
+  std::ostream& out_;
+  bool json_;
+  double lastTick_ = -1;
+};
+
+std::vector<cli::OptionSpec> benchOptions() {
+  return {{"--url", true, "endpoint base URL, e.g. http://127.0.0.1:8000 (http only; tunnel remote boxes)"},
+          {"--model", true, "model or adapter id sent in requests"},
+          {"--endpoint", true, "completions (default) or chat"},
+          {"--concurrency", true, "levels, default 1,8,32,64"},
+          {"--num-prompts", true, "requests per level (default max(8, 2 x concurrency))"},
+          {"--duration", true, "seconds per level instead of a request count"},
+          {"--input-len", true, "prompt length in words (~tokens), default 128"},
+          {"--output-len", true, "max output tokens per request, default 512"},
+          {"--ignore-eos", false, "ask the server to ignore EOS (vLLM extension)"},
+          {"--request-rate", true, "requests/s or inf (default): gamma gaps, see --burstiness"},
+          {"--burstiness", true, "gamma shape, 1 = Poisson (default)"},
+          {"--warmup", true, "requests sent and discarded before the first level"},
+          {"--price-per-hour", true, "USD per hour of the venue, for $/M output tokens"},
+          {"--label", true, "row name in the lab's tables (venue / method)"},
+          {"--lab", true, "lab folder to record the sweep in"},
+          {"--save-result", true, "JSON Lines file: one vLLM-style object per level"},
+          {"--save-detailed", false, "also write per-request ITLs into --save-result"},
+          {"--api-key-env", true, "environment variable holding the API key (never logged or stored)"},
+          {"--timeout", true, "seconds without data before a request fails, default 120"},
+          {"--collapse-fraction", true, "flag per-stream tok/s below this x 1-stream, default 0.1"},
+          {"--stall-seconds", true, "a decoding stream silent this long stops the sweep, default 30"},
+          {"--watch-window", true, "seconds over which live per-stream tok/s is judged, default 5"},
+          {"--seed", true, "seed for prompts and arrival times"},
+          {"--progress", false, "print JSON Lines progress events (for the GUI)"}};
+}
+
+int runBench(const Args& args, cli::Context& ctx) {
+  args.expectPositionals(0, 0);
+  ThroughputSweep sweep(optionsFrom(args));
+  const auto& o = sweep.options();
+  const std::string label = args.value("--label").value_or(o.model + " @ " + o.url);
+  if (args.has("--save-result")) {  // fail now, not after the first level has run
+    const std::string probe = *args.value("--save-result") + ".tmp";
+    if (!std::ofstream(probe)) throw std::runtime_error("cannot write --save-result " + *args.value("--save-result"));
+    std::filesystem::remove(probe);
+  }
+  std::optional<store::LabStore> lab;
+  std::optional<std::int64_t> benchId;
+  if (args.has("--lab")) {
+    lab.emplace(store::LabStore::open(*args.value("--lab")));
+    benchId = bench::BenchStore(*lab).begin({label, o.url, o.model, o.endpoint, exactCommand(args, benchOptions()),
+                                             o.pricePerHour});
+  }
+  std::vector<json> lines;
+  CliListener listener(ctx.out, args.has("--progress"));
+  listener.onLevel = [&](const bench::LevelResult& l) {
+    if (lab) bench::BenchStore(*lab).saveLevel(*benchId, l);
+    if (args.has("--save-result")) {
+      json j = levelToJson(l, args.has("--save-detailed"));
+      j["date"] = utcStamp();
+      j["label"] = label;
+      j["url"] = o.url;
+      lines.push_back(std::move(j));
+      writeJsonLines(*args.value("--save-result"), lines);
+    }
+  };
+  StopSignals signals;
+  const SweepResult result = sweep.run(&listener, &gStop);
+  if (lab) bench::BenchStore(*lab).end(*benchId);
+  const std::string knee = result.knee ? result.knee->description : "not reached (aggregate still growing)";
+  if (args.has("--progress"))
+    listener.emit({{"event", "sweep"}, {"knee", result.knee ? json(result.knee->concurrency) : json()},
+                   {"knee_description", knee}, {"stopped", result.stoppedReason},
+                   {"benchmark_id", benchId ? json(*benchId) : json()}});
+  else
+    ctx.out << "saturation: " << knee << "\n"
+            << (result.stoppedReason.empty() ? "" : "sweep stopped: " + result.stoppedReason + "\n")
+            << (benchId ? "recorded as benchmark " + std::to_string(*benchId) + "\n" : "");
+  int completed = 0;
+  for (const auto& l : result.levels) completed += l.completed;
+  if (completed == 0) {
+    std::string why = "no request completed";
+    for (const auto& l : result.levels)
+      for (const auto& r : l.requests)
+        if (!r.error.empty()) return ctx.err << "crosslab-cli bench: " << why << ": " << r.error << "\n", 1;
+    throw std::runtime_error(why);
+  }
+  return 0;
+}
+
+int runStandin(const Args& args, cli::Context& ctx) {
+  StandinConfig cfg;
+  cfg.model = args.value("--model").value_or("standin");
+  if (args.has("--interval-ms")) cfg.intervalS = toDouble("--interval-ms", *args.value("--interval-ms")) / 1000.0;
+  if (args.has("--collapse-above")) cfg.collapseAboveStreams = toInt("--collapse-above", *args.value("--collapse-above"));
+  cfg.maxLifetimeS = args.has("--seconds") ? toDouble("--seconds", *args.value("--seconds")) : 600.0;
+  StandinServer server(cfg);
+  server.start();
+  ctx.out << "stand-in server for model '" << cfg.model << "' on " << server.baseUrl() << " for "
+          << cfg.maxLifetimeS << " s (Ctrl+C stops)\n" << std::flush;
+  StopSignals signals;
+  const auto until = std::chrono::steady_clock::now() + std::chrono::duration<double>(cfg.maxLifetimeS);
+  while (!gStop && std::chrono::steady_clock::now() < until) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  server.stop();
+  ctx.out << "served " << server.generationRequests() << " generation requests\n";
+  return 0;
+}
+
+}  // namespace
+
+void addBenchCommands(std::vector<cli::Command>& commands) {
+  commands.push_back({"bench",
+                      "--url URL --model NAME [--endpoint completions|chat] [--concurrency 1,8,32,64] "
+                      "[--num-prompts N | --duration S] [--input-len N] [--output-len 512] [--ignore-eos] "
+                      "[--request-rate inf|R] [--burstiness B] [--warmup N] [--price-per-hour USD] [--label TEXT] "
+                      "[--lab LAB] [--save-result FILE] [--api-key-env VAR]",
+                      "throughput sweep of an OpenAI-compatible endpoint (vLLM bench serve metrics)",
+                      benchOptions(), runBench});
+  commands.push_back({"bench standin", "[--model NAME] [--interval-ms MS] [--seconds S] [--collapse-above N]",
+                      "run the loopback stand-in streaming server (127.0.0.1, random port)",
+                      {{"--model", true, "model id it answers to (default standin)"},
+                       {"--interval-ms", true, "gap between streamed chunks (default 0: as fast as possible)"},
+                       {"--seconds", true, "stop after this long (default 600)"},
+                       {"--collapse-above", true, "with more streams than this, decode slows to 5 tok/s (demo)"}},
+                      runStandin});
+}
+
+}  // namespace crosslab::backends

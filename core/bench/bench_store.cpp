@@ -1,0 +1,89 @@
+#include "core/bench/bench_store.h"
+
+#include <map>
+
+#include <nlohmann/json.hpp>
+
+namespace crosslab::bench {
+
+using store::Transaction;
+
+std::int64_t BenchStore::begin(const BenchmarkHeader& h) {
+  auto& db = lab_.db();
+  Transaction tx(db);
+  auto st = db.prepare(
+      "INSERT INTO benchmarks(label, url, model, endpoint, command, price_per_hour, started_at) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?)");
+  st.bind(1, h.label).bind(2, h.url).bind(3, h.model).bind(4, h.endpoint).bind(5, h.command);
+  st.bind(6, h.pricePerHour).bind(7, store::utcNow());
+  st.run();
+  const auto id = db.lastInsertId();
+  tx.commit();
+  return id;
+}
+
+void BenchStore::saveLevel(std::int64_t benchmarkId, const LevelResult& l) {
+  auto& db = lab_.db();
+  Transaction tx(db);
+  auto st = db.prepare(
+      "INSERT OR REPLACE INTO benchmark_levels(benchmark_id, concurrency, completed, failed, "
+      "output_throughput, per_stream_tok_s, mean_ttft_ms, p99_tpot_ms, usd_per_m_output_tokens, "
+      "collapse, result_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
+  st.bind(1, benchmarkId).bind(2, l.context.maxConcurrency).bind(3, l.completed).bind(4, l.failed);
+  st.bind(5, l.outputThroughput).bind(6, l.perStreamTokS).bind(7, l.ttft.meanMs).bind(8, l.tpot.p99Ms);
+  st.bind(9, l.usdPerMOutputTokens);
+  if (l.collapse.empty()) st.bindNull(10); else st.bind(10, l.collapse);
+  st.bind(11, levelToJson(l).dump());
+  st.run();
+  tx.commit();
+}
+
+void BenchStore::end(std::int64_t benchmarkId) {
+  auto& db = lab_.db();
+  Transaction tx(db);
+  auto st = db.prepare("UPDATE benchmarks SET ended_at = ? WHERE id = ?");
+  st.bind(1, store::utcNow()).bind(2, benchmarkId);
+  st.run();
+  tx.commit();
+}
+
+std::vector<StoredBenchmark> BenchStore::list() {
+  auto& db = lab_.db();
+  std::vector<StoredBenchmark> out;
+  std::map<std::int64_t, size_t> index;
+  auto st = db.prepare(
+      "SELECT id, label, url, model, endpoint, command, price_per_hour, started_at, ended_at "
+      "FROM benchmarks ORDER BY id");
+  while (st.step()) {
+    StoredBenchmark b;
+    b.id = st.int64(0);
+    b.header = {st.text(1), st.text(2), st.text(3), st.text(4), st.text(5), st.optReal(6)};
+    b.startedAt = st.text(7);
+    b.endedAt = st.text(8);
+    index[b.id] = out.size();
+    out.push_back(std::move(b));
+  }
+  auto lv = db.prepare(
+      "SELECT benchmark_id, concurrency, completed, failed, output_throughput, per_stream_tok_s, "
+      "mean_ttft_ms, p99_tpot_ms, usd_per_m_output_tokens, collapse, result_json "
+      "FROM benchmark_levels ORDER BY benchmark_id, concurrency");
+  while (lv.step()) {
+    auto it = index.find(lv.int64(0));
+    if (it == index.end()) continue;
+    StoredLevel l;
+    l.concurrency = static_cast<int>(lv.int64(1));
+    l.completed = lv.optInt64(2).value_or(0);
+    l.failed = lv.optInt64(3).value_or(0);
+    l.outputThroughput = lv.optReal(4).value_or(0);
+    l.perStreamTokS = lv.optReal(5).value_or(0);
+    l.meanTtftMs = lv.optReal(6).value_or(0);
+    l.p99TpotMs = lv.optReal(7).value_or(0);
+    l.usdPerMOutputTokens = lv.optReal(8);
+    l.collapse = lv.isNull(9) ? "" : lv.text(9);
+    l.resultJson = lv.text(10);
+    out[it->second].levels.push_back(std::move(l));
+  }
+  return out;
+}
+
+}  // namespace crosslab::bench

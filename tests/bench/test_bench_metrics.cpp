@@ -1,0 +1,280 @@
+// core/bench without sockets: SSE splitting at every byte boundary, chunk classification,
+// vLLM's metric definitions on hand-computed cases, scheduling, collapse and knee, URL
+// parsing, benchmark rows in the store, and the same recorded stream through our code and
+// through an independent numpy re-implementation of vllm/benchmarks/serve.py.
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cmath>
+#include <fstream>
+#include <random>
+
+#include <nlohmann/json.hpp>
+
+#include "core/bench/bench_store.h"
+#include "core/bench/chunk_parser.h"
+#include "core/bench/endpoint_url.h"
+#include "core/bench/level_metrics.h"
+#include "core/bench/request_schedule.h"
+#include "core/bench/request_timeline.h"
+#include "core/bench/sse_splitter.h"
+#include "core/bench/sweep_analysis.h"
+
+using namespace crosslab::bench;
+using nlohmann::json;
+
+namespace {
+
+struct Collect : SseSplitter::Handler {
+  std::vector<std::string> events, malformed;
+  void onEvent(std::string& payload) override { events.push_back(payload); }
+  void onMalformed(std::string_view line) override { malformed.emplace_back(line); }
+};
+
+ChunkInfo parse(const std::string& s) {
+  static ChunkParser parser;
+  std::string copy = s;
+  return parser.parse(copy);
+}
+
+// A recorded stream event: arrival time, whether choices were non-empty, usage if any.
+struct Ev {
+  double t;
+  bool choices;
+  bool text;
+  std::optional<std::int64_t> usage;
+};
+
+RequestRecord replay(double start, std::int64_t promptLen, const std::vector<Ev>& evs, const std::string& error) {
+  RequestTimeline tl(start, promptLen);
+  for (const auto& e : evs) {
+    ChunkInfo c;
+    c.kind = e.choices ? ChunkInfo::Kind::Choices : (e.usage ? ChunkInfo::Kind::Usage : ChunkInfo::Kind::Other);
+    c.hasText = e.text;
+    c.completionTokens = e.usage;
+    tl.onChunk(c, e.t);
+  }
+  if (!error.empty()) tl.fail(error);
+  return tl.finish();
+}
+
+}  // namespace
+
+class TestBenchMetrics : public QObject {
+  Q_OBJECT
+ private slots:
+  void sseSplitsAtEveryBoundary() {
+    const std::string body =
+        ": ping\r\n\r\ndata: {\"a\":1}\r\n\r\nevent: x\ndata: l1\ndata: l2\n\nid: 3\ndata: [DONE]\n\n";
+    for (size_t cut = 0; cut <= body.size(); ++cut) {
+      SseSplitter s;
+      Collect c;
+      s.feed(std::string_view(body).substr(0, cut), c);
+      s.feed(std::string_view(body).substr(cut), c);
+      QCOMPARE(c.events.size(), size_t(3));
+      QCOMPARE(c.events[0], std::string("{\"a\":1}"));
+      QCOMPARE(c.events[1], std::string("l1\nl2"));
+      QCOMPARE(c.events[2], std::string("[DONE]"));
+      QVERIFY(c.malformed.empty());
+      QVERIFY(!s.hasPartial());
+    }
+    SseSplitter s;
+    Collect c;
+    s.feed("\x01garbage{\n\ndata: {}\n", c);
+    QCOMPARE(c.malformed.size(), size_t(1));
+    QVERIFY(s.hasPartial());  // an event without its blank line
+  }
+
+  void classifiesChunks() {
+    auto c = parse(R"({"id":"x","choices":[{"index":0,"text":" hi","finish_reason":null}]})");
+    QVERIFY(c.kind == ChunkInfo::Kind::Choices && c.hasText);
+    c = parse(R"({"choices":[{"index":0,"delta":{"role":"assistant","content":""}}]})");
+    QVERIFY(c.kind == ChunkInfo::Kind::Choices && !c.hasText);
+    c = parse(R"({"choices":[{"delta":{"content":"\u00e9"}}]})");
+    QVERIFY(c.hasText);
+    c = parse(R"({"choices":[],"usage":{"prompt_tokens":5,"completion_tokens":12,"total_tokens":17}})");
+    QVERIFY(c.kind == ChunkInfo::Kind::Usage);
+    QCOMPARE(*c.completionTokens, std::int64_t(12));
+    QCOMPARE(*c.promptTokens, std::int64_t(5));
+    c = parse(R"({"error":{"message":"boom","type":"X","param":null,"code":500}})");
+    QVERIFY(c.kind == ChunkInfo::Kind::Error);
+    QCOMPARE(c.error, std::string("boom"));
+    QVERIFY(parse("[DONE]").kind == ChunkInfo::Kind::Done);
+    QVERIFY(parse("{\"choices\":[{\"text\":").kind == ChunkInfo::Kind::Malformed);
+    QVERIFY(parse("not json").kind == ChunkInfo::Kind::Malformed);
+    QCOMPARE(errorMessageFromBody(R"({"object":"error","message":"old shape"})"), std::string("old shape"));
+    QCOMPARE(errorMessageFromBody(R"({"error":{"message":"new shape"}})"), std::string("new shape"));
+    QCOMPARE(errorMessageFromBody("<html>\nbad gateway</html>"), std::string("<html> bad gateway</html>"));
+  }
+
+  void percentilesMatchNumpy() {
+    // numpy.percentile([1,2,3,4,5,6,7,8,9,10], 99) = 9.91; median of even count = mean of middles.
+    std::vector<double> v = {10, 1, 9, 2, 8, 3, 7, 4, 6, 5};
+    QCOMPARE(percentile(v, 99), 9.91);
+    const Summary s = summarize({0.001, 0.002, 0.003, 0.004});
+    QCOMPARE(s.medianMs, 2.5);
+    QCOMPARE(s.meanMs, 2.5);
+    QVERIFY(std::abs(s.stdMs - std::sqrt(1.25)) < 1e-12);  // population std
+    QCOMPARE(summarize({}).p99Ms, 0.0);
+  }
+
+  void levelMetricsByHand() {
+    // Two requests issued at t = 0: 3 tokens (chunks at 0.1, 0.3, 0.6) and a failure.
+    std::vector<RequestRecord> recs;
+    recs.push_back(replay(0.0, 8, {{0.1, true, true, {}}, {0.3, true, true, {}}, {0.6, true, true, {}},
+                                    {0.6, false, false, 3}}, ""));
+    recs.push_back(replay(0.0, 8, {{0.2, true, true, {}}}, "HTTP 500: x"));
+    LevelContext ctx;
+    ctx.maxConcurrency = 2;
+    ctx.pricePerHour = 3.6;
+    const auto l = computeLevelMetrics(recs, 2.0, ctx);
+    QCOMPARE(l.completed, 1);
+    QCOMPARE(l.failed, 1);
+    QCOMPARE(l.totalOutputTokens, std::int64_t(3));
+    QCOMPARE(l.totalInputTokens, std::int64_t(8));
+    QCOMPARE(l.outputThroughput, 1.5);
+    QVERIFY(std::abs(l.ttft.meanMs - 100) < 1e-9);
+    QVERIFY(std::abs(l.tpot.meanMs - 250) < 1e-9);  // (0.6 − 0.1) / (3 − 1)
+    QVERIFY(std::abs(l.itl.meanMs - 250) < 1e-9);   // gaps 0.2 and 0.3
+    QVERIFY(std::abs(l.e2el.meanMs - 600) < 1e-9);
+    QVERIFY(std::abs(l.perStreamTokS - 4.0) < 1e-9);  // 2 tokens in 0.5 s
+    // 3.6 $/h over 1.5 tok/s = 5400 tok/h → 666.67 $ per million
+    QVERIFY(std::abs(*l.usdPerMOutputTokens - 3.6 / (1.5 * 3600) * 1e6) < 1e-9);
+    QCOMPARE(l.outputTokensSource, std::string("usage"));
+    QCOMPARE(l.maxOutputTokensPerS, 3.0);
+    const json j = levelToJson(l);
+    for (const char* key : {"completed", "failed", "output_throughput", "mean_ttft_ms", "p99_tpot_ms",
+                            "max_concurrency", "max_output_tokens_per_s", "per_stream_tok_s",
+                            "usd_per_m_output_tokens", "collapse", "errors", "request_rate"})
+      QVERIFY2(j.contains(key), key);
+    QCOMPARE(j["errors"][1].get<std::string>(), std::string("HTTP 500: x"));
+    QCOMPARE(j["request_rate"].get<std::string>(), std::string("inf"));
+    QVERIFY(!usdPerMillionOutputTokens(std::nullopt, 10).has_value());
+  }
+
+  void scheduleFollowsGammaGaps() {
+    RequestSchedule inf(std::nullopt, 1.0, 1);
+    for (int i = 0; i < 5; ++i) QCOMPARE(inf.next(), 0.0);
+    for (double burst : {1.0, 0.5, 4.0}) {
+      RequestSchedule s(10.0, burst, 42);
+      QCOMPARE(s.next(), 0.0);
+      double last = 0, sumGap = 0, sumSq = 0;
+      const int n = 20000;
+      for (int i = 0; i < n; ++i) {
+        const double t = s.next();
+        sumGap += t - last;
+        sumSq += (t - last) * (t - last);
+        last = t;
+      }
+      const double mean = sumGap / n, var = sumSq / n - mean * mean;
+      QVERIFY2(std::abs(mean - 0.1) < 0.005, std::to_string(mean).c_str());
+      // Gamma(k, θ) variance = k θ² with θ = 1/(R k) → 1/(R² k)
+      QVERIFY2(std::abs(var - 0.01 / burst) < 0.15 * 0.01 / burst, std::to_string(var).c_str());
+    }
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, RequestSchedule(0.0, 1.0, 1));
+  }
+
+  void collapseAndKnee() {
+    QVERIFY(collapseReason(3.0, 3.2, 0.1, 8).empty());
+    const auto r = collapseReason(0.1, 22.9, 0.1, 8, "over the last 5 s");
+    QVERIFY2(r.find("decode collapse: per-stream 0.1 tok/s over the last 5 s < 0.10 x 1-stream 22.9 tok/s at "
+                    "concurrency 8") == 0, r.c_str());
+    // The seed lab's MI300X row: 55.8, 309, 1207, 1974 keeps growing; a flat tail is a knee.
+    QVERIFY(!findKnee({{1, 55.8, 55.8}, {8, 309, 38}, {32, 1207, 37}, {64, 1974, 31}}));
+    const auto k = findKnee({{1, 50, 50}, {8, 300, 37}, {32, 900, 28}, {64, 950, 15}});
+    QVERIFY(k);
+    QCOMPARE(k->concurrency, 32);
+    QVERIFY(k->description.find("900.0 -> 950.0") != std::string::npos);
+  }
+
+  void parsesEndpointUrls() {
+    auto e = parseEndpointUrl("http://127.0.0.1:8000", "completions");
+    QCOMPARE(e.host, std::string("127.0.0.1"));
+    QCOMPARE(int(e.port), 8000);
+    QCOMPARE(e.path, std::string("/v1/completions"));
+    QCOMPARE(parseEndpointUrl("http://localhost:9/v1/", "chat").path, std::string("/v1/chat/completions"));
+    QCOMPARE(parseEndpointUrl("http://h/v1/chat/completions", "chat").path, std::string("/v1/chat/completions"));
+    QCOMPARE(int(parseEndpointUrl("http://h", "chat").port), 80);
+    QCOMPARE(parseEndpointUrl("http://[::1]:81", "chat").host, std::string("::1"));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, parseEndpointUrl("https://h", "chat"));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, parseEndpointUrl("http://h:99999", "chat"));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, parseEndpointUrl("http://h:8000", "embeddings"));
+  }
+
+  void storesLevelsAsTheyFinish() {
+    QTemporaryDir tmp;
+    auto lab = crosslab::store::LabStore::create(tmp.filePath("lab").toStdString(), "t");
+    BenchStore bs(lab);
+    const auto id = bs.begin({"local merged", "http://127.0.0.1:1", "m", "completions", "crosslab-cli bench …", 2.99});
+    LevelContext ctx;
+    ctx.maxConcurrency = 8;
+    auto l = computeLevelMetrics({replay(0, 4, {{0.1, true, true, {}}, {0.2, true, true, {}}}, "")}, 1.0, ctx);
+    l.collapse = "decode collapse: test";
+    bs.saveLevel(id, l);
+    bs.saveLevel(id, l);  // a rerun replaces, never doubles
+    bs.end(id);
+    const auto all = bs.list();
+    QCOMPARE(all.size(), size_t(1));
+    QCOMPARE(all[0].header.label, std::string("local merged"));
+    QCOMPARE(*all[0].header.pricePerHour, 2.99);
+    QVERIFY(!all[0].endedAt.empty());
+    QCOMPARE(all[0].levels.size(), size_t(1));
+    QCOMPARE(all[0].levels[0].concurrency, 8);
+    QCOMPARE(all[0].levels[0].collapse, std::string("decode collapse: test"));
+    QCOMPARE(json::parse(all[0].levels[0].resultJson)["max_concurrency"].get<int>(), 8);
+  }
+
+  // The same recorded timestamps through our code and through numpy's vLLM formulas.
+  void matchesVllmReferenceOnRecordedStreams() {
+    std::mt19937_64 rng(2026);
+    std::uniform_real_distribution<double> gap(0.0005, 0.08), startGap(0.0, 0.4);
+    json requests = json::array();
+    std::vector<RequestRecord> recs;
+    double start = 0;
+    for (int i = 0; i < 60; ++i) {
+      start += startGap(rng);
+      const int tokens = i % 7 == 0 ? 1 : 5 + static_cast<int>(rng() % 60);
+      const bool usage = i % 3 != 0, chat = i % 4 == 0;
+      const std::string error = i % 11 == 5 ? "server closed the connection mid-stream" : "";
+      std::vector<Ev> evs;
+      double t = start + 0.05 + gap(rng) * 4;
+      if (chat) evs.push_back({t, true, false, {}});  // role chunk: choices, no text
+      for (int k = 0; k < tokens; ++k) evs.push_back({t += gap(rng), true, true, {}});
+      if (usage) evs.push_back({t += 0.0001, false, false, tokens});
+      json jevs = json::array();
+      int textChunks = 0;
+      for (const auto& e : evs) {
+        jevs.push_back({{"t", e.t}, {"choices", e.choices}, {"completion_tokens", e.usage ? json(*e.usage) : json()}});
+        textChunks += e.text;
+      }
+      requests.push_back({{"start", start}, {"prompt_len", 32}, {"events", jevs}, {"error", error},
+                          {"text_chunks", textChunks}});
+      recs.push_back(replay(start, 32, evs, error));
+    }
+    const double duration = start + 5.0;
+    QTemporaryDir tmp;
+    const QString input = tmp.filePath("recorded.json");
+    std::ofstream(input.toStdString()) << json{{"duration", duration}, {"requests", requests}}.dump();
+
+    QProcess py;
+    py.start("/usr/bin/python3", {VLLM_REF_PY, input});  // Debian's python3 with python3-numpy
+    QVERIFY2(py.waitForFinished(60000), "python3 did not finish");
+    QVERIFY2(py.exitCode() == 0, py.readAllStandardError().constData());
+    const json ref = json::parse(py.readAllStandardOutput().toStdString());
+    const json ours = levelToJson(computeLevelMetrics(recs, duration, LevelContext{}));
+    double maxRel = 0;
+    for (auto it = ref.begin(); it != ref.end(); ++it) {
+      QVERIFY2(ours.contains(it.key()), it.key().c_str());
+      const double a = ours[it.key()].get<double>(), b = it.value().get<double>();
+      const double rel = std::abs(a - b) / std::max(1e-12, std::abs(b));
+      maxRel = std::max(maxRel, rel);
+      QVERIFY2(rel < 1e-12, (it.key() + ": ours " + std::to_string(a) + " vs vLLM formula " + std::to_string(b)).c_str());
+    }
+    QVERIFY(ref.size() >= 25);
+    qInfo("vLLM reference: %d keys compared, max relative difference %.3g", int(ref.size()), maxRel);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestBenchMetrics)
+#include "test_bench_metrics.moc"

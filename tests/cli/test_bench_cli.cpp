@@ -1,0 +1,179 @@
+// `crosslab-cli bench` as a user runs it, against the loopback stand-in server in this
+// process: JSON Lines per level with vLLM's keys, rows in the lab store with the exact
+// command, live decode-collapse and stall detection stopping the sweep, the API key
+// sent but never stored, and one-line errors for bad input.
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <fstream>
+
+#include <nlohmann/json.hpp>
+
+#include "backends/bench/standin_server.h"
+#include "core/bench/bench_store.h"
+#include "core/store/lab_store.h"
+
+using namespace crosslab;
+using nlohmann::json;
+
+namespace {
+
+struct Result {
+  int code;
+  QString out, err;
+};
+
+Result cli(const QStringList& args, const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
+  QProcess p;
+  p.setProcessEnvironment(env);
+  p.start(CROSSLAB_CLI, args);
+  if (!p.waitForFinished(120000)) return {-1, {}, "timed out"};
+  return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+}
+
+std::vector<json> readLines(const QString& path) {
+  std::vector<json> out;
+  std::ifstream in(path.toStdString());
+  for (std::string line; std::getline(in, line);) out.push_back(json::parse(line));
+  return out;
+}
+
+}  // namespace
+
+class TestBenchCli : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+
+ private slots:
+  void sweepWritesJsonLinesAndStore() {
+    backends::StandinConfig cfg;
+    cfg.intervalS = 0.001;
+    backends::StandinServer server(cfg);
+    server.start();
+    const QString lab = tmp_.filePath("lab");
+    store::LabStore::create(lab.toStdString(), "t");
+    const QString jsonl = tmp_.filePath("res.jsonl");
+    const auto r = cli({"bench", "--url", QString::fromStdString(server.baseUrl()), "--model", "standin",
+                        "--concurrency", "1,4", "--num-prompts", "6", "--output-len", "16", "--input-len", "8",
+                        "--price-per-hour", "2.99", "--label", "stand-in, loopback", "--lab", lab,
+                        "--save-result", jsonl, "--warmup", "1"});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY(r.out.contains("c=4  completed 6  failed 0"));
+    const auto lines = readLines(jsonl);
+    QCOMPARE(lines.size(), size_t(2));
+    QCOMPARE(lines[1]["max_concurrency"].get<int>(), 4);
+    QCOMPARE(lines[1]["completed"].get<int>(), 6);
+    QCOMPARE(lines[1]["total_output_tokens"].get<int>(), 6 * 16);
+    QCOMPARE(lines[1]["output_tokens_source"].get<std::string>(), std::string("usage"));
+    QVERIFY(lines[1]["usd_per_m_output_tokens"].get<double>() > 0);
+    for (const char* k : {"mean_ttft_ms", "p99_tpot_ms", "median_itl_ms", "std_e2el_ms", "per_stream_tok_s",
+                          "request_throughput", "total_token_throughput", "max_output_tokens_per_s", "collapse"})
+      QVERIFY2(lines[0].contains(k), k);
+    QCOMPARE(server.generationRequests(), 1 + 6 + 6);  // warm-up included
+
+    auto store = store::LabStore::open(lab.toStdString());
+    const auto all = bench::BenchStore(store).list();
+    QCOMPARE(all.size(), size_t(1));
+    QCOMPARE(all[0].header.label, std::string("stand-in, loopback"));
+    QVERIFY(all[0].header.command.find("crosslab-cli bench --url") == 0);
+    QVERIFY(all[0].header.command.find("'stand-in, loopback'") != std::string::npos);
+    QCOMPARE(all[0].levels.size(), size_t(2));
+    QVERIFY(all[0].levels[1].outputThroughput > 0);
+  }
+
+  void collapseStopsTheSweep() {
+    backends::StandinConfig cfg;
+    cfg.intervalS = 0.002;          // 1 stream: ~500 tok/s
+    cfg.collapseAboveStreams = 1;   // more streams: 5 tok/s each
+    backends::StandinServer server(cfg);
+    server.start();
+    const QString jsonl = tmp_.filePath("collapse.jsonl");
+    const auto r = cli({"bench", "--url", QString::fromStdString(server.baseUrl()), "--model", "standin",
+                        "--concurrency", "1,4,16", "--num-prompts", "4", "--output-len", "200",
+                        "--watch-window", "1", "--save-result", jsonl});
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    const auto lines = readLines(jsonl);
+    QCOMPARE(lines.size(), size_t(2));  // c=16 never ran
+    QVERIFY(lines[0]["collapse"].is_null());
+    const std::string why = lines[1]["collapse"].get<std::string>();
+    QVERIFY2(why.find("decode collapse: per-stream") == 0 && why.find("at concurrency 4") != std::string::npos,
+             why.c_str());
+    QVERIFY(r.out.contains("sweep stopped: decode collapse"));
+    QVERIFY(lines[1]["failed"].get<int>() > 0);  // in-flight requests are counted, not dropped
+  }
+
+  void stalledStreamsStopTheSweep() {
+    backends::StandinConfig cfg;
+    cfg.intervalS = 0.002;
+    cfg.faults = {{backends::StandinFault::Kind::StallAfter, 3}};
+    backends::StandinServer server(cfg);
+    server.start();
+    const auto r = cli({"bench", "--url", QString::fromStdString(server.baseUrl()), "--model", "standin",
+                        "--concurrency", "2,4", "--num-prompts", "2", "--output-len", "50", "--stall-seconds", "1"});
+    QCOMPARE(r.code, 1);  // nothing completed
+    QVERIFY2(r.err.contains("aborted: streams stopped producing"), qPrintable(r.err));
+    QVERIFY(!r.out.contains("level c=4"));
+  }
+
+  void apiKeyIsSentButNeverStored() {
+    backends::StandinConfig cfg;
+    cfg.apiKey = "sk-secret-1234";  // the stand-in answers 401 without it
+    backends::StandinServer server(cfg);
+    server.start();
+    const QString lab = tmp_.filePath("keylab");
+    store::LabStore::create(lab.toStdString(), "k");
+    auto env = QProcessEnvironment::systemEnvironment();
+    env.insert("BENCH_TEST_KEY", "sk-secret-1234");
+    auto r = cli({"bench", "--url", QString::fromStdString(server.baseUrl()), "--model", "standin", "--concurrency",
+                  "1", "--num-prompts", "1", "--output-len", "2", "--api-key-env", "BENCH_TEST_KEY", "--lab", lab},
+                 env);
+    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QFile db(lab + "/lab.sqlite");
+    QVERIFY(db.open(QIODevice::ReadOnly));
+    QVERIFY(!db.readAll().contains("sk-secret-1234"));
+    QVERIFY(!r.out.contains("sk-secret") && !r.err.contains("sk-secret"));
+    QVERIFY(r.out.contains("completed 1  failed 0"));
+    env.insert("BENCH_TEST_KEY", "sk-wrong");
+    r = cli({"bench", "--url", QString::fromStdString(server.baseUrl()), "--model", "standin", "--concurrency", "1",
+             "--num-prompts", "1", "--api-key-env", "BENCH_TEST_KEY"}, env);
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("HTTP 401: Unauthorized"), qPrintable(r.err));
+    QVERIFY(!r.err.contains("sk-wrong"));
+    env.remove("BENCH_TEST_KEY");
+    r = cli({"bench", "--url", "http://127.0.0.1:1", "--model", "m", "--api-key-env", "BENCH_TEST_KEY"}, env);
+    QCOMPARE(r.code, 1);
+    QVERIFY(r.err.contains("BENCH_TEST_KEY (--api-key-env) is not set"));
+  }
+
+  void badInputGetsOneLineErrors() {
+    struct Case {
+      QStringList args;
+      int code;
+      QString message;
+    };
+    const QList<Case> cases = {
+        {{"bench", "--model", "m"}, 2, "--url and --model are required"},
+        {{"bench", "--url", "https://x", "--model", "m"}, 1, "URL must start with http://"},
+        {{"bench", "--url", "http://127.0.0.1:1", "--model", "m", "--concurrency", "1,x"}, 2, "needs a number"},
+        {{"bench", "--url", "http://127.0.0.1:1", "--model", "m", "--num-prompts", "3", "--duration", "2"}, 2,
+         "not both"},
+        {{"bench", "--url", "http://127.0.0.1:1", "--model", "m", "--endpoint", "embed"}, 1,
+         "endpoint must be completions or chat"},
+        {{"bench", "--url", "http://127.0.0.1:1", "--model", "m", "--concurrency", "1", "--num-prompts", "2"}, 1,
+         "connect to 127.0.0.1:1"},
+        {{"bench", "--url", "http://127.0.0.1:1", "--model", "m", "--save-result", "/no/such/dir/r.jsonl"}, 1,
+         "cannot write --save-result /no/such/dir/r.jsonl"},
+        {{"bench", "--url", "http://127.0.0.1:1", "--model", "m", "--lab", "/no/such/lab"}, 1, "lab"},
+    };
+    for (const auto& c : cases) {
+      const auto r = cli(c.args);
+      QVERIFY2(r.code == c.code, qPrintable(c.args.join(' ') + " -> " + QString::number(r.code) + " " + r.err));
+      QVERIFY2(r.err.contains(c.message), qPrintable(r.err));
+      QVERIFY2(r.err.trimmed().split('\n').size() <= 2, qPrintable(r.err));  // message (+ usage line)
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestBenchCli)
+#include "test_bench_cli.moc"

@@ -1,0 +1,139 @@
+#include "widgets/bench_results_model.h"
+
+#include <QColor>
+#include <QJsonObject>
+#include <algorithm>
+#include <set>
+
+namespace crosslab::widgets {
+
+BenchResultsModel::BenchResultsModel(QObject* parent) : QAbstractTableModel(parent) {}
+
+void BenchResultsModel::setBenchmarks(std::vector<bench::StoredBenchmark> benchmarks) {
+  beginResetModel();
+  rows_ = std::move(benchmarks);
+  std::set<int> levels;
+  for (const auto& b : rows_)
+    for (const auto& l : b.levels) levels.insert(l.concurrency);
+  levels_.assign(levels.begin(), levels.end());
+  endResetModel();
+}
+
+int BenchResultsModel::rowCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(rows_.size());
+}
+
+// Label, 1-stream, levels…, best aggregate, $/M, collapse
+int BenchResultsModel::columnCount(const QModelIndex& parent) const {
+  return parent.isValid() ? 0 : static_cast<int>(levels_.size()) + 5;
+}
+
+const bench::StoredLevel* BenchResultsModel::levelAt(int row, int concurrency) const {
+  for (const auto& l : rows_[static_cast<size_t>(row)].levels)
+    if (l.concurrency == concurrency) return &l;
+  return nullptr;
+}
+
+double BenchResultsModel::throughputAt(int row, int concurrency) const {
+  const auto* l = levelAt(row, concurrency);
+  return l ? l->outputThroughput : -1;
+}
+
+const bench::StoredLevel* BenchResultsModel::best(int row) const {
+  const auto& levels = rows_[static_cast<size_t>(row)].levels;
+  const auto it = std::max_element(levels.begin(), levels.end(), [](const auto& a, const auto& b) {
+    return a.outputThroughput < b.outputThroughput;
+  });
+  return it == levels.end() ? nullptr : &*it;
+}
+
+QString BenchResultsModel::cellText(int row, int column) const {
+  const auto& b = rows_[static_cast<size_t>(row)];
+  if (column == Label) return QString::fromStdString(b.header.label);
+  if (column == OneStream) {
+    // The lab's "1-stream" figure: decode tok/s of a single stream (the c=1 level, else the lowest).
+    if (b.levels.empty()) return {};
+    return QString::number(b.levels.front().perStreamTokS, 'f', 1);
+  }
+  const int levelIndex = column - 2;
+  if (levelIndex < static_cast<int>(levels_.size())) {
+    const auto* l = levelAt(row, levels_[static_cast<size_t>(levelIndex)]);
+    if (!l) return {};
+    return QString::number(l->outputThroughput, 'f', 1) + (l->collapse.empty() ? QString() : tr(" (collapse)"));
+  }
+  const auto* top = best(row);
+  if (column == bestColumn()) return top ? QString("%1 (c=%2)").arg(top->outputThroughput, 0, 'f', 1).arg(top->concurrency) : QString();
+  if (column == bestColumn() + 1)
+    return top && top->usdPerMOutputTokens ? QString("$%1").arg(*top->usdPerMOutputTokens, 0, 'f', 3) : QString();
+  for (const auto& l : b.levels)
+    if (!l.collapse.empty()) return QString::fromStdString(l.collapse);
+  return {};
+}
+
+QVariant BenchResultsModel::data(const QModelIndex& index, int role) const {
+  if (!index.isValid()) return {};
+  if (role == Qt::DisplayRole) return cellText(index.row(), index.column());
+  if (role == Qt::TextAlignmentRole && index.column() > Label && index.column() <= bestColumn() + 1)
+    return int(Qt::AlignRight | Qt::AlignVCenter);
+  if (role == Qt::ToolTipRole && index.column() == Label)
+    return QString::fromStdString(rows_[static_cast<size_t>(index.row())].header.command);
+  const int levelIndex = index.column() - 2;
+  if ((role == Qt::ToolTipRole || role == Qt::ForegroundRole) && levelIndex >= 0 &&
+      levelIndex < static_cast<int>(levels_.size())) {
+    const auto* l = levelAt(index.row(), levels_[static_cast<size_t>(levelIndex)]);
+    if (!l || (l->collapse.empty() && l->failed == 0)) return {};
+    if (role == Qt::ForegroundRole) return QColor(Qt::red);
+    return tr("%1 completed, %2 failed%3").arg(l->completed).arg(l->failed)
+        .arg(l->collapse.empty() ? QString() : "\n" + QString::fromStdString(l->collapse));
+  }
+  return {};
+}
+
+QVariant BenchResultsModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, orientation, role);
+  if (section == Label) return tr("Venue / method");
+  if (section == OneStream) return tr("1-stream tok/s");
+  const int levelIndex = section - 2;
+  if (levelIndex < static_cast<int>(levels_.size())) return tr("c=%1 tok/s").arg(levels_[static_cast<size_t>(levelIndex)]);
+  if (section == bestColumn()) return tr("Best aggregate");
+  if (section == bestColumn() + 1) return tr("$/M output");
+  return tr("Collapse");
+}
+
+QString BenchResultsModel::toCsv() const {
+  auto quote = [](QString s) {
+    if (s.contains(',') || s.contains('"') || s.contains('\n')) s = '"' + s.replace('"', "\"\"") + '"';
+    return s;
+  };
+  QStringList lines, header;
+  for (int c = 0; c < columnCount(); ++c) header << quote(headerData(c, Qt::Horizontal).toString());
+  lines << header.join(',');
+  for (int r = 0; r < rowCount(); ++r) {
+    QStringList cells;
+    for (int c = 0; c < columnCount(); ++c) cells << quote(cellText(r, c));
+    lines << cells.join(',');
+  }
+  return lines.join('\n') + '\n';
+}
+
+QJsonArray BenchResultsModel::toJson() const {
+  QJsonArray out;
+  for (const auto& b : rows_) {
+    QJsonArray levels;
+    for (const auto& l : b.levels) {
+      QJsonObject o{{"concurrency", l.concurrency}, {"completed", qint64(l.completed)}, {"failed", qint64(l.failed)},
+                    {"output_throughput", l.outputThroughput}, {"per_stream_tok_s", l.perStreamTokS},
+                    {"mean_ttft_ms", l.meanTtftMs}, {"p99_tpot_ms", l.p99TpotMs}};
+      o["usd_per_m_output_tokens"] = l.usdPerMOutputTokens ? QJsonValue(*l.usdPerMOutputTokens) : QJsonValue();
+      o["collapse"] = l.collapse.empty() ? QJsonValue() : QJsonValue(QString::fromStdString(l.collapse));
+      levels.append(o);
+    }
+    out.append(QJsonObject{{"id", qint64(b.id)}, {"label", QString::fromStdString(b.header.label)},
+                           {"url", QString::fromStdString(b.header.url)}, {"model", QString::fromStdString(b.header.model)},
+                           {"command", QString::fromStdString(b.header.command)}, {"started_at", QString::fromStdString(b.startedAt)},
+                           {"levels", levels}});
+  }
+  return out;
+}
+
+}  // namespace crosslab::widgets

@@ -1,0 +1,45 @@
+#pragma once
+// The lab's serving table as a model: one row per benchmark (venue / method), columns
+// 1-stream, one per concurrency level (output tok/s, aggregate), best aggregate (with its
+// level), $ per million output tokens at that level, and any collapse. Read from the lab
+// store; exported as CSV or JSON exactly as shown.
+
+#include <QAbstractTableModel>
+#include <QJsonArray>
+#include <vector>
+
+#include "core/bench/bench_store.h"
+
+namespace crosslab::widgets {
+
+class BenchResultsModel : public QAbstractTableModel {
+  Q_OBJECT
+ public:
+  explicit BenchResultsModel(QObject* parent = nullptr);
+
+  void setBenchmarks(std::vector<bench::StoredBenchmark> benchmarks);
+  const std::vector<bench::StoredBenchmark>& benchmarks() const { return rows_; }
+  const std::vector<int>& levels() const { return levels_; }
+
+  int rowCount(const QModelIndex& parent = {}) const override;
+  int columnCount(const QModelIndex& parent = {}) const override;
+  QVariant data(const QModelIndex& index, int role = Qt::DisplayRole) const override;
+  QVariant headerData(int section, Qt::Orientation orientation, int role = Qt::DisplayRole) const override;
+
+  // Output tok/s of `row` at `concurrency`, or a negative value when it did not run.
+  double throughputAt(int row, int concurrency) const;
+  QString toCsv() const;
+  QJsonArray toJson() const;
+
+ private:
+  enum Fixed { Label = 0, OneStream = 1 };
+  int bestColumn() const { return 2 + static_cast<int>(levels_.size()); }
+  QString cellText(int row, int column) const;
+  const bench::StoredLevel* best(int row) const;
+  const bench::StoredLevel* levelAt(int row, int concurrency) const;
+
+  std::vector<bench::StoredBenchmark> rows_;
+  std::vector<int> levels_;  // union of every benchmark's levels, ascending
+};
+
+}  // namespace crosslab::widgets
