@@ -4,7 +4,7 @@ namespace crosslab::backends {
 
 void addBackendCommands(std::vector<cli::Command>& commands) {
   // One line per command family, e.g. addBenchCommands(commands);
-  (void)commands;
+  addEvalBackendCommands(commands);
 }
 
 }  // namespace crosslab::backends

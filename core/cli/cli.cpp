@@ -67,6 +67,7 @@ std::vector<const Command*> family(const std::vector<Command>& commands, const s
 std::vector<Command> coreCommands() {
   std::vector<Command> commands;
   addLabCommands(commands);
+  addEvalCommands(commands);
   addVersionCommands(commands);
   return commands;
 }

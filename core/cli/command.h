@@ -32,6 +32,7 @@ std::vector<Command> coreCommands();
 // Registration hooks, one per command family (each in its own .cpp).
 void addVersionCommands(std::vector<Command>& commands);
 void addLabCommands(std::vector<Command>& commands);
+void addEvalCommands(std::vector<Command>& commands);
 
 // Entry point used by app/cli_main.cpp and by in-process tests.
 int runCli(const std::vector<Command>& commands, const std::vector<std::string>& argv, std::ostream& out,

@@ -133,3 +133,27 @@ std::map<std::string, double> EvalStore::publishedScores() {
 }
 
 }  // namespace crosslab::eval
+
+#include <nlohmann/json.hpp>
+
+#include "core/eval/output_check.h"
+
+namespace crosslab::eval {
+
+void recordCheck(EvalStore& store, const CheckReport& report, const std::string& source) {
+  std::vector<OutputRecord> records;
+  for (const auto& s : report.samples) records.push_back(*s.record);
+  const auto ids = store.importOutputs(report.evalSha256, records, source);
+  for (size_t i = 0; i < ids.size(); ++i) {
+    const SampleCheck& s = report.samples[i];
+    nlohmann::json format = {{"kind", formatKindName(s.format.kind)}};
+    if (!s.format.parsed()) format["error"] = s.format.error;
+    store.setVerdict(ids[i], "format", s.formatAccepted() ? "accept" : "reject", std::nullopt, format.dump());
+    const size_t found = s.count(QuoteKind::Exact) + s.count(QuoteKind::Fuzzy);
+    std::optional<double> score;
+    if (!s.quotes.empty()) score = static_cast<double>(found) / static_cast<double>(s.quotes.size());
+    store.setVerdict(ids[i], "quotes", s.quotesAccepted() ? "accept" : "reject", score, sampleJson(s)["quotes"].dump());
+  }
+}
+
+}  // namespace crosslab::eval

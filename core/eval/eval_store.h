@@ -66,3 +66,9 @@ class EvalStore {
 };
 
 }  // namespace crosslab::eval
+
+namespace crosslab::eval {
+struct CheckReport;
+// Imports the report's outputs as samples and records their "format" and "quotes" verdicts.
+void recordCheck(EvalStore& store, const CheckReport& report, const std::string& source);
+}  // namespace crosslab::eval
