@@ -114,7 +114,7 @@ class StandinJudge {
     std::string quote;
     if (start != std::string::npos) {
       size_t pos = start + 4, words = 0;
-      while (pos < prompt.size() && words < 6) {
+      while (pos < prompt.size() && words < 6 && prompt[pos] != '\n') {
         if (prompt[pos] == ' ') ++words;
         if (words < 6) quote += prompt[pos];
         ++pos;
