@@ -138,7 +138,7 @@ std::string exportDpo(const Args& args, const std::vector<eval::StoredSample>& s
   for (const auto& s : samples) {
     if (s.evalSha256 != evalSet.sha256) continue;
     for (const auto& [name, v] : verdicts[s.id]) {
-      if (name.rfind("pair:", 0) != 0 || (v.verdict != "x" && v.verdict != "y")) continue;
+      if (!eval::isPairInstrument(name) || (v.verdict != "x" && v.verdict != "y")) continue;
       const json detail = json::parse(v.detailJson, nullptr, false);
       if (detail.is_discarded() || !detail.contains("other") || !byId.count(detail["other"].get<std::int64_t>())) continue;
       const auto* other = byId[detail["other"].get<std::int64_t>()];

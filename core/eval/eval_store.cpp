@@ -19,6 +19,10 @@ StoredVerdict readVerdict(store::Statement& s) {
 
 }  // namespace
 
+bool isPairInstrument(const std::string& name) { return name.rfind("pair:", 0) == 0 || name == "human:pair"; }
+
+bool isPerSampleInstrument(const std::string& name) { return !isPairInstrument(name) && name != "human:comment"; }
+
 std::vector<std::int64_t> EvalStore::importOutputs(const std::string& sha, const std::vector<OutputRecord>& outputs,
                                                    const std::string& source, const std::string& promptTemplate) {
   auto& db = lab_.db();

@@ -5,8 +5,8 @@
 // judge:*) replace their rows when re-run; human verdicts append, and undo deletes the
 // latest one so the previous verdict shows again.
 // Instrument names: "format", "quotes", "gate:<gate>", "judge:<gate>/<judge>", "human",
-// "comment", and pairwise ones "pair:gate:<gate>", "pair:human" (stored on sample x with
-// detail {"other": <sample id of y>, "winner": "x"|"y"|"tie"|...}).
+// "human:comment", and pairwise ones "pair:gate:<gate>", "human:pair" (stored on sample x
+// with detail {"other": <sample id of y>}; verdict "x" | "y" | "tie" | "inconsistent" ...).
 
 #include <cstdint>
 #include <map>
@@ -18,6 +18,10 @@
 #include "core/store/lab_store.h"
 
 namespace crosslab::eval {
+
+// Pairwise instruments (verdict names a side) and comments give no per-sample accept/reject.
+bool isPairInstrument(const std::string& name);
+bool isPerSampleInstrument(const std::string& name);
 
 struct StoredSample {
   std::int64_t id = 0;

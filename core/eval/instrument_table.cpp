@@ -11,11 +11,6 @@
 namespace crosslab::eval {
 namespace {
 
-// Instruments that give a per-sample accept/reject.
-bool isBinaryInstrument(const std::string& name) {
-  return name.rfind("pair:", 0) != 0 && name != "comment";
-}
-
 std::string percent(double v) { return std::to_string(std::lround(100 * v)) + "%"; }
 
 }  // namespace
@@ -30,7 +25,7 @@ InstrumentTable buildInstrumentTable(EvalStore& store, const std::string& sha) {
     auto it = verdicts.find(s.id);
     if (it == verdicts.end()) continue;
     for (const auto& [name, v] : it->second) {
-      if (!isBinaryInstrument(name)) continue;
+      if (!isPerSampleInstrument(name)) continue;
       instruments.insert(name);
       Rate& r = t.rates[s.model][name];
       ++r.total;
