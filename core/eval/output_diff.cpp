@@ -49,8 +49,8 @@ std::vector<DiffToken> wordDiff(const std::string& a, const std::string& b) {
     size_t i = 0, j = 0;
     while (i < n || j < m) {
       if (i < n && j < m && x[pre + i] == y[pre + j]) out.push_back({DiffToken::Same, x[pre + i]}), ++i, ++j;
-      else if (j < m && (i == n || at(i, j + 1) >= at(i + 1, j))) out.push_back({DiffToken::Added, y[pre + j++]});
-      else out.push_back({DiffToken::Removed, x[pre + i++]});
+      else if (i < n && (j == m || at(i + 1, j) >= at(i, j + 1))) out.push_back({DiffToken::Removed, x[pre + i++]});
+      else out.push_back({DiffToken::Added, y[pre + j++]});
     }
   }
   for (size_t k = suf; k-- > 0;) out.push_back({DiffToken::Same, x[x.size() - 1 - k]});

@@ -55,6 +55,17 @@ class Builder {
       spaceBegin_ = begin;
     }
   }
+  // The common case: one ASCII byte from original byte `at`.
+  void ascii(char c, size_t at) {
+    if (pendingSpace_) {
+      push(" ", 1, spaceBegin_, at);
+      pendingSpace_ = false;
+    }
+    out_.text.push_back(c);
+    if (!keepMap_) return;
+    out_.origin.push_back(static_cast<uint32_t>(at));
+    out_.originEnd.push_back(static_cast<uint32_t>(at + 1));
+  }
   // Appends code point `cp` that came from original bytes [begin, end).
   void emit(utf8proc_int32_t cp, size_t begin, size_t end) {
     if (pendingSpace_) {
@@ -143,7 +154,7 @@ NormalizedText TextNormalizer::normalize(std::string_view s, bool keepMap) {
     const bool asciiAlone = c < 0x80 && (i + 1 == s.size() || static_cast<unsigned char>(s[i + 1]) < 0x80);
     if (asciiAlone) {  // fast path: ASCII not followed by a combining mark
       if (isAsciiSpace(c)) b.space(i);
-      else b.emit(c >= 'A' && c <= 'Z' ? c + 32 : c, i, i + 1);
+      else b.ascii(static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c), i);
       ++i;
       continue;
     }

@@ -7,6 +7,7 @@
 #include "core/eval/agreement.h"
 #include "core/eval/format_checker.h"
 #include "core/eval/output_check.h"
+#include "core/eval/output_diff.h"
 #include "core/eval/quote_checker.h"
 #include "core/eval/sha256.h"
 
@@ -216,6 +217,31 @@ class TestQuoteChecker : public QObject {
     auto c = Agreement::compute({"y", "y"}, {"y", "y"});
     QCOMPARE(c.raw, 1.0);
     QVERIFY(!c.kappa);
+  }
+
+  void invalidUtf8NeitherCrashesNorMatchesAcross() {
+    const std::string bad = std::string("abc \xff\xfe def ghi jkl mno");
+    const auto n = TextNormalizer::normalize(bad, true);
+    QCOMPARE(n.origin.size(), n.text.size());
+    std::vector<std::string> ctx{bad};
+    QuoteChecker qc(ctx);
+    QCOMPARE(qc.check("def ghi").kind, QuoteKind::Exact);
+  }
+
+  void wordAndJsonAwareDiff() {
+    auto d = wordDiff("the loss fell to 0.9", "the loss fell to 1.2 quickly");
+    QCOMPARE(d.size(), size_t(7));
+    QCOMPARE(d[4].op, DiffToken::Removed);
+    QCOMPARE(QString::fromStdString(d[4].text), QString("0.9"));
+    QCOMPARE(d[5].op, DiffToken::Added);
+    auto j = diffOutputs(R"({"answer": "111 steps", "evidence": ["a", "b"]})",
+                         "```json\n{\"answer\": \"111 steps\", \"evidence\": [\"b\", \"c\"]}\n```");
+    QVERIFY(j.json);
+    QVERIFY(!j.identical());
+    QCOMPARE(j.evidence.size(), size_t(3));
+    QCOMPARE(j.evidence[0].op, DiffToken::Removed);  // "a" only in A
+    QCOMPARE(j.evidence[2].op, DiffToken::Added);    // "c" only in B
+    QVERIFY(diffOutputs("same words here", "same  words\nhere").identical());
   }
 
   void sha256KnownVector() {
