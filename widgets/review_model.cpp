@@ -162,7 +162,7 @@ bool ReviewModel::rowMatches(int q) const {
   const int x = snap_->find(q, compared_[0].toStdString()), y = snap_->find(q, compared_[1].toStdString());
   if (filter_ == DifferentOnly) {
     if (x < 0 || y < 0) return x != y;
-    return !eval::diffOutputs(snap_->records[x].output, snap_->records[y].output).identical();
+    return !eval::outputsIdentical(snap_->records[x].output, snap_->records[y].output);
   }
   for (int r : {x, y}) {
     if (r < 0) continue;

@@ -129,7 +129,10 @@ QWidget* ReviewPanel::buildToolbar() {
   blind_ = new QCheckBox(tr("Blind"));
   blind_->setToolTip(tr("Hide model names and shuffle sides per question until a verdict is entered"));
   connect(blind_, &QCheckBox::toggled, this,
-          [this](bool on) { model_->setBlind(on, QRandomGenerator::global()->generate()); });
+          [this](bool on) {
+            model_->setBlind(on, QRandomGenerator::global()->generate());
+            refreshTable();  // its row labels are model names too
+          });
   h->addWidget(blind_);
   progress_ = new QProgressBar;
   progress_->setRange(0, 0);  // busy: checking has no useful fraction to show

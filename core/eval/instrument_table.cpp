@@ -71,7 +71,9 @@ nlohmann::json instrumentTableJson(const InstrumentTable& t) {
   for (const auto& c : t.calibration)
     cal.push_back({{"model", c.model}, {"instrument", c.instrument}, {"published", c.published},
                    {"measured", c.measured.value()}, {"shift", c.measured.value() - c.published}, {"n", c.measured.total}});
-  return {{"instruments", t.instruments}, {"models", models}, {"agreement", pairs}, {"calibration", cal}};
+  nlohmann::json out = {{"instruments", t.instruments}, {"models", models}, {"agreement", pairs}, {"calibration", cal}};
+  if (!t.calibration.empty()) out["calibration_warning"] = "absolute scores across instruments are not comparable";
+  return out;
 }
 
 std::string instrumentTableText(const InstrumentTable& t) {

@@ -74,3 +74,15 @@ OutputDiff diffOutputs(const std::string& a, const std::string& b) {
 }
 
 }  // namespace crosslab::eval
+
+namespace crosslab::eval {
+
+bool outputsIdentical(const std::string& a, const std::string& b) {
+  const auto fa = FormatChecker::check(a), fb = FormatChecker::check(b);
+  if (!fa.parsed() || !fb.parsed()) return split(a) == split(b);
+  if (split(fa.answer) != split(fb.answer)) return false;
+  return std::set<std::string>(fa.evidence.begin(), fa.evidence.end()) ==
+         std::set<std::string>(fb.evidence.begin(), fb.evidence.end());
+}
+
+}  // namespace crosslab::eval

@@ -137,6 +137,7 @@ class TestEvalCli : public QObject {
     QVERIFY(sawPair);
     QCOMPARE(a["calibration"][0]["published"].get<double>(), 0.7);
     QCOMPARE(a["calibration"][0]["measured"].get<double>(), 0.0);
+    QVERIFY(a.contains("calibration_warning"));
 
     r = cli({"eval", "export", "--lab", lab, "--format", "csv"});
     QCOMPARE(r.code, 0);

@@ -242,6 +242,9 @@ class TestQuoteChecker : public QObject {
     QCOMPARE(j.evidence[0].op, DiffToken::Removed);  // "a" only in A
     QCOMPARE(j.evidence[2].op, DiffToken::Added);    // "c" only in B
     QVERIFY(diffOutputs("same words here", "same  words\nhere").identical());
+    QVERIFY(outputsIdentical("same words here", "same  words\nhere"));
+    QVERIFY(!outputsIdentical("same words here", "same words there"));
+    QVERIFY(outputsIdentical(R"({"answer": "x", "evidence": ["a", "b"]})", R"({"evidence": ["b", "a"], "answer": "x"})"));
   }
 
   void sha256KnownVector() {
