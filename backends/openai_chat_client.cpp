@@ -70,8 +70,11 @@ bool OpenAiChatClient::splitUrl(const std::string& url, std::string* origin, std
   *origin = url.substr(0, slash);
   std::string base = slash == std::string::npos ? "" : url.substr(slash);
   while (!base.empty() && base.back() == '/') base.pop_back();
-  if (base.size() < 3 || base.compare(base.size() - 3, 3, "/v1") != 0) base += "/v1";
-  *path = base + "/chat/completions";
+  const std::string tail = "/chat/completions";
+  // Like an OpenAI SDK base_url ("…/v1", "…/v1beta/openai"); a bare host gets vLLM's "/v1".
+  if (base.empty()) *path = "/v1" + tail;
+  else if (base.size() >= tail.size() && base.compare(base.size() - tail.size(), tail.size(), tail) == 0) *path = base;
+  else *path = base + tail;
   return origin->size() > scheme + 3;
 }
 

@@ -13,7 +13,8 @@ class OpenAiChatClient : public eval::ChatTransport {
  public:
   eval::ChatResult complete(const eval::ChatRequest& request) override;
 
-  // "http://h:8000" or "http://h:8000/v1" -> scheme://host:port and "/v1/chat/completions".
+  // "http://h:8000" and "http://h:8000/v1" -> "http://h:8000" + "/v1/chat/completions";
+  // "https://h/v1beta/openai" -> "https://h" + "/v1beta/openai/chat/completions".
   static bool splitUrl(const std::string& url, std::string* origin, std::string* path);
 };
 

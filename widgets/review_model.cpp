@@ -37,6 +37,16 @@ void ReviewModel::setSnapshot(std::shared_ptr<ReviewSnapshot> snapshot) {
   emit currentChanged(current_);
 }
 
+void ReviewModel::clear() {
+  beginResetModel();
+  snap_.reset();
+  undo_.clear();
+  rows_.clear();
+  current_ = -1;
+  endResetModel();
+  emit currentChanged(current_);
+}
+
 QModelIndex ReviewModel::index(int row, int column, const QModelIndex& parent) const {
   if (parent.isValid() || row < 0 || row >= rows_.size() || column < 0 || column >= columnCount()) return {};
   return createIndex(row, column);

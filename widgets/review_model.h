@@ -27,6 +27,8 @@ class ReviewModel : public QAbstractItemModel {
   explicit ReviewModel(QObject* parent = nullptr);
 
   void setSnapshot(std::shared_ptr<ReviewSnapshot> snapshot);
+  // Forgets the snapshot and the undo history (another lab was opened).
+  void clear();
   const ReviewSnapshot* snapshot() const { return snap_.get(); }
   // Where verdicts are saved; may be null (verdicts then live in memory only).
   void setStore(eval::EvalStore* store) { store_ = store; }

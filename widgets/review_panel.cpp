@@ -209,6 +209,11 @@ QWidget* ReviewPanel::buildBottom() {
 
 void ReviewPanel::onLabChanged() {
   const bool open = session_->isOpen();
+  // The shown samples belong to the previous lab: never write their verdicts into this one.
+  model_->clear();
+  evalPath_.clear();
+  table_->clear();
+  agreement_->clear();
   store_ = open ? std::make_unique<eval::EvalStore>(*session_->store()) : nullptr;
   model_->setStore(store_.get());
   openEval_->setEnabled(open);
@@ -282,7 +287,15 @@ void ReviewPanel::render(int q) {
   if (!s || q < 0) {
     question_->clear();
     contexts_->clear();
-    for (auto* o : outputs_) o->clear();
+    diff_->clear();
+    renderedQuestion_ = -1;
+    for (int side = 0; side < 2; ++side) {
+      outputs_[side]->clear();
+      quotes_[side]->clear();
+      titles_[side]->clear();
+      outputMarks_[side].clear();
+      contextMarks_[side].clear();
+    }
     return;
   }
   const auto& question = s->evalSet.questions[static_cast<size_t>(q)];
@@ -421,6 +434,9 @@ void ReviewPanel::saveComment() {
 
 bool ReviewPanel::handleKey(int key) {
   using S = ReviewModel::Side;
+  if (busy()) return key == Qt::Key_J || key == Qt::Key_K || key == Qt::Key_1 || key == Qt::Key_2 ||
+                     key == Qt::Key_Equal || key == Qt::Key_A || key == Qt::Key_R || key == Qt::Key_S ||
+                     key == Qt::Key_C || key == Qt::Key_U;  // swallowed: the samples are being replaced
   switch (key) {
     case Qt::Key_J: model_->requestMove(+1); return true;
     case Qt::Key_K: model_->requestMove(-1); return true;

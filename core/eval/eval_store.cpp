@@ -25,8 +25,15 @@ bool isPerSampleInstrument(const std::string& name) { return !isPairInstrument(n
 
 std::vector<std::int64_t> EvalStore::importOutputs(const std::string& sha, const std::vector<OutputRecord>& outputs,
                                                    const std::string& source, const std::string& promptTemplate) {
+  store::Transaction tx(lab_.db());
+  auto ids = insertSamples(sha, outputs, source, promptTemplate);
+  tx.commit();
+  return ids;
+}
+
+std::vector<std::int64_t> EvalStore::insertSamples(const std::string& sha, const std::vector<OutputRecord>& outputs,
+                                                   const std::string& source, const std::string& promptTemplate) {
   auto& db = lab_.db();
-  store::Transaction tx(db);
   auto find = db.prepare("SELECT id, output FROM samples WHERE eval_sha256 = ?1 AND question_id = ?2 AND model = ?3");
   auto insert = db.prepare(
       "INSERT INTO samples (eval_sha256, question_id, model, output, source, prompt_template, created_at) "
@@ -51,19 +58,23 @@ std::vector<std::int64_t> EvalStore::importOutputs(const std::string& sha, const
     insert.run();
     ids.push_back(db.lastInsertId());
   }
-  tx.commit();
   return ids;
 }
 
 void EvalStore::setVerdict(std::int64_t sampleId, const std::string& instrument, const std::string& verdict,
                            std::optional<double> score, const std::string& detailJson) {
+  store::Transaction tx(lab_.db());
+  replaceVerdict(sampleId, instrument, verdict, score, detailJson);
+  tx.commit();
+}
+
+void EvalStore::replaceVerdict(std::int64_t sampleId, const std::string& instrument, const std::string& verdict,
+                               std::optional<double> score, const std::string& detailJson) {
   auto& db = lab_.db();
-  store::Transaction tx(db);
   db.prepare("DELETE FROM verdicts WHERE sample_id = ?1 AND instrument = ?2").bind(1, sampleId).bind(2, instrument).run();
   db.prepare("INSERT INTO verdicts (sample_id, instrument, verdict, score, detail_json, at) VALUES (?1, ?2, ?3, ?4, ?5, ?6)")
       .bind(1, sampleId).bind(2, instrument).bind(3, verdict).bind(4, score).bind(5, detailJson).bind(6, store::utcNow())
       .run();
-  tx.commit();
 }
 
 std::int64_t EvalStore::addVerdict(std::int64_t sampleId, const std::string& instrument, const std::string& verdict,
@@ -147,17 +158,19 @@ namespace crosslab::eval {
 void recordCheck(EvalStore& store, const CheckReport& report, const std::string& source) {
   std::vector<OutputRecord> records;
   for (const auto& s : report.samples) records.push_back(*s.record);
-  const auto ids = store.importOutputs(report.evalSha256, records, source);
+  store::Transaction tx(store.lab().db());  // one commit (one fsync) for everything, not two per sample
+  const auto ids = store.insertSamples(report.evalSha256, records, source, {});
   for (size_t i = 0; i < ids.size(); ++i) {
     const SampleCheck& s = report.samples[i];
     nlohmann::json format = {{"kind", formatKindName(s.format.kind)}};
     if (!s.format.parsed()) format["error"] = s.format.error;
-    store.setVerdict(ids[i], "format", s.formatAccepted() ? "accept" : "reject", std::nullopt, format.dump());
+    store.replaceVerdict(ids[i], "format", s.formatAccepted() ? "accept" : "reject", std::nullopt, format.dump());
     const size_t found = s.count(QuoteKind::Exact) + s.count(QuoteKind::Fuzzy);
     std::optional<double> score;
     if (!s.quotes.empty()) score = static_cast<double>(found) / static_cast<double>(s.quotes.size());
-    store.setVerdict(ids[i], "quotes", s.quotesAccepted() ? "accept" : "reject", score, sampleJson(s)["quotes"].dump());
+    store.replaceVerdict(ids[i], "quotes", s.quotesAccepted() ? "accept" : "reject", score, sampleJson(s)["quotes"].dump());
   }
+  tx.commit();
 }
 
 }  // namespace crosslab::eval

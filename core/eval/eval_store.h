@@ -19,6 +19,8 @@
 
 namespace crosslab::eval {
 
+struct CheckReport;
+
 // Pairwise instruments (verdict names a side) and comments give no per-sample accept/reject.
 bool isPairInstrument(const std::string& name);
 bool isPerSampleInstrument(const std::string& name);
@@ -66,13 +68,19 @@ class EvalStore {
   store::LabStore& lab() { return lab_; }
 
  private:
+  friend void recordCheck(EvalStore&, const CheckReport&, const std::string&);
+  std::vector<std::int64_t> insertSamples(const std::string& evalSha256, const std::vector<OutputRecord>& outputs,
+                                          const std::string& source, const std::string& promptTemplate);
+  void replaceVerdict(std::int64_t sampleId, const std::string& instrument, const std::string& verdict,
+                      std::optional<double> score, const std::string& detailJson);  // inside a transaction
+
   store::LabStore& lab_;
 };
 
 }  // namespace crosslab::eval
 
 namespace crosslab::eval {
-struct CheckReport;
-// Imports the report's outputs as samples and records their "format" and "quotes" verdicts.
+// Imports the report's outputs as samples and records their "format" and "quotes" verdicts
+// (one transaction: all or nothing).
 void recordCheck(EvalStore& store, const CheckReport& report, const std::string& source);
 }  // namespace crosslab::eval

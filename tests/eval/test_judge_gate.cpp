@@ -147,6 +147,18 @@ class TestJudgeGate : public QObject {
     QCOMPARE(judge.authorizations().back(), std::string("Bearer sk-secret-123"));
   }
 
+  void endpointUrls() {
+    std::string origin, path;
+    QVERIFY(backends::OpenAiChatClient::splitUrl("http://127.0.0.1:8000", &origin, &path));
+    QCOMPARE(origin + path, std::string("http://127.0.0.1:8000/v1/chat/completions"));
+    QVERIFY(backends::OpenAiChatClient::splitUrl("http://h:1/v1/", &origin, &path));
+    QCOMPARE(path, std::string("/v1/chat/completions"));
+    QVERIFY(backends::OpenAiChatClient::splitUrl("https://g.example/v1beta/openai", &origin, &path));
+    QCOMPARE(origin + path, std::string("https://g.example/v1beta/openai/chat/completions"));
+    QVERIFY(!backends::OpenAiChatClient::splitUrl("ftp://x", &origin, &path));
+    QVERIFY(!backends::OpenAiChatClient::splitUrl("127.0.0.1:8000", &origin, &path));
+  }
+
   void gateFileErrorsAreOneLine() {
     QVERIFY_THROWS_EXCEPTION(eval::EvalError, eval::parseGateSpec("{}", ".", "g.json"));
     const std::string bad = R"({"judges": [{"url": "http://x", "model": "m"}], "rubric": "{{nope}}"})";

@@ -195,6 +195,15 @@ class TestReviewPanel : public QObject {
     QTest::keyClick(focus, Qt::Key_Equal);
     QVERIFY(panel.sideTitle(0)->text().contains("alpha") || panel.sideTitle(0)->text().contains("beta"));
     QVERIFY(panel.sideTitle(0)->text().contains("parity"));
+
+    // Another lab: the old samples go, and no key writes their verdicts into the new lab.
+    const QString other = tmp_.filePath("lab-other");
+    store::LabStore::create(other.toStdString(), "other");
+    QVERIFY(session.requestOpen(other, &error));
+    QCOMPARE(model->rowCount(), 0);
+    QTest::keyClick(focus, Qt::Key_1);
+    QTest::keyClick(focus, Qt::Key_A);
+    QCOMPARE(session.store()->db().scalarInt("SELECT count(*) FROM verdicts"), 0);
   }
 };
 
