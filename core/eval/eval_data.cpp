@@ -24,12 +24,16 @@ std::string requireString(const json& obj, const char* key, const std::string& n
   return it->get<std::string>();
 }
 
-// Calls `onObject(json, lineNumber)` for every non-blank line.
+// Calls `onObject(json, lineNumber)` for every non-blank line; feeds the exact bytes read
+// (newlines included) to `hash` when given.
 template <typename F>
-void forEachLine(const std::string& text, const std::string& name, F onObject) {
-  std::istringstream in(text);
+void forEachLine(std::istream& in, const std::string& name, F onObject, Sha256* hash = nullptr) {
   std::string line;
   for (size_t n = 1; std::getline(in, line); ++n) {
+    if (hash) {
+      hash->update(line);
+      if (!in.eof()) hash->update("\n");  // eof: the last line had no newline
+    }
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     json obj = json::parse(line, nullptr, false);
     if (obj.is_discarded()) fail(name, n, "not valid JSON");
@@ -45,10 +49,13 @@ const EvalQuestion* EvalSet::find(const std::string& id) const {
   return it == indexById.end() ? nullptr : &questions[it->second];
 }
 
-EvalSet parseEvalSet(const std::string& text, const std::string& name) {
+namespace {
+
+// Questions of an eval stream (sha256 left empty).
+EvalSet readEvalSet(std::istream& in, const std::string& name, Sha256* hash) {
   EvalSet set;
-  set.sha256 = sha256Hex(text);
-  forEachLine(text, name, [&](const json& obj, size_t n) {
+  forEachLine(
+      in, name, [&](const json& obj, size_t n) {
     EvalQuestion q;
     q.id = requireString(obj, "id", name, n);
     q.question = requireString(obj, "question", name, n);
@@ -62,17 +69,37 @@ EvalSet parseEvalSet(const std::string& text, const std::string& name) {
     if (set.indexById.count(q.id)) fail(name, n, "duplicate id \"" + q.id + "\"");
     set.indexById[q.id] = set.questions.size();
     set.questions.push_back(std::move(q));
-  });
+  }, hash);
   if (set.questions.empty()) throw EvalError(name + ": no questions");
   return set;
 }
 
-EvalSet loadEvalSet(const std::filesystem::path& path) { return parseEvalSet(readFile(path), path.string()); }
+}  // namespace
+
+EvalSet parseEvalSet(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
+  EvalSet set = readEvalSet(in, name, nullptr);
+  set.sha256 = sha256Hex(text);
+  return set;
+}
+
+// Streams the file, hashing exactly the bytes it parses (a 165 MB eval set is never held
+// as text, and the hash always names what was read).
+EvalSet loadEvalSet(const std::filesystem::path& path) {
+  std::ifstream in(path, std::ios::binary);
+  if (!in) throw EvalError("cannot read " + path.string());
+  Sha256 hash;
+  EvalSet set = readEvalSet(in, path.string(), &hash);
+  if (in.bad()) throw EvalError("error reading " + path.string());
+  set.sha256 = hash.hex();
+  return set;
+}
 
 std::vector<OutputRecord> parseOutputs(const std::string& text, const std::string& name) {
+  std::istringstream in(text);
   std::vector<OutputRecord> out;
   std::set<std::pair<std::string, std::string>> seen;
-  forEachLine(text, name, [&](const json& obj, size_t n) {
+  forEachLine(in, name, [&](const json& obj, size_t n) {
     OutputRecord r{requireString(obj, "id", name, n), requireString(obj, "model", name, n),
                    requireString(obj, "output", name, n)};
     if (!seen.insert({r.id, r.model}).second)

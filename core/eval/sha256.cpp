@@ -34,6 +34,11 @@ std::string finish(EVP_MD_CTX* ctx) {
 
 }  // namespace
 
+Sha256::Sha256() : ctx_(newContext().release()) {}
+Sha256::~Sha256() { EVP_MD_CTX_free(static_cast<EVP_MD_CTX*>(ctx_)); }
+void Sha256::update(std::string_view bytes) { EVP_DigestUpdate(static_cast<EVP_MD_CTX*>(ctx_), bytes.data(), bytes.size()); }
+std::string Sha256::hex() { return finish(static_cast<EVP_MD_CTX*>(ctx_)); }
+
 std::string sha256Hex(std::string_view bytes) {
   auto ctx = newContext();
   EVP_DigestUpdate(ctx.get(), bytes.data(), bytes.size());

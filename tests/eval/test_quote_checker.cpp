@@ -247,6 +247,19 @@ class TestQuoteChecker : public QObject {
     QVERIFY(outputsIdentical(R"({"answer": "x", "evidence": ["a", "b"]})", R"({"evidence": ["b", "a"], "answer": "x"})"));
   }
 
+  void evalFileHashIsOfItsExactBytes() {
+    QTemporaryDir dir;
+    const std::string line = R"({"id": "q1", "question": "?", "contexts": ["c"]})";
+    for (const std::string& text : {line + "\n", line, line + "\r\n\n", "\n" + line + "\n\n"}) {
+      const std::string path = dir.filePath("e.jsonl").toStdString();
+      writeFileAtomic(path, text);
+      const auto set = loadEvalSet(path);
+      QCOMPARE(QString::fromStdString(set.sha256), QString::fromStdString(sha256Hex(text)));
+      QCOMPARE(QString::fromStdString(set.sha256), QString::fromStdString(sha256File(path)));
+      QCOMPARE(set.questions.size(), size_t(1));
+    }
+  }
+
   void sha256KnownVector() {
     QCOMPARE(QString::fromStdString(sha256Hex("abc")),
              QString("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
