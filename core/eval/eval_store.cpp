@@ -116,6 +116,21 @@ std::vector<StoredSample> EvalStore::samples(const std::string& sha) {
   return out;
 }
 
+std::vector<std::pair<std::int64_t, std::string>> EvalStore::sampleModels(const std::string& sha) {
+  auto s = lab_.db().prepare("SELECT id, model FROM samples WHERE ?1 = '' OR eval_sha256 = ?1 ORDER BY id");
+  s.bind(1, sha);
+  std::vector<std::pair<std::int64_t, std::string>> out;
+  while (s.step()) out.emplace_back(s.int64(0), s.text(1));
+  return out;
+}
+
+std::map<std::int64_t, std::map<std::string, std::string>> EvalStore::currentLabels() {
+  auto s = lab_.db().prepare("SELECT sample_id, instrument, verdict FROM verdicts ORDER BY id");
+  std::map<std::int64_t, std::map<std::string, std::string>> out;
+  while (s.step()) out[s.int64(0)][s.text(1)] = s.text(2);  // later rows overwrite earlier ones
+  return out;
+}
+
 std::vector<std::string> EvalStore::evalSets() {
   auto s = lab_.db().prepare("SELECT DISTINCT eval_sha256 FROM samples ORDER BY eval_sha256");
   std::vector<std::string> out;

@@ -58,6 +58,10 @@ class EvalStore {
 
   std::vector<StoredSample> samples(const std::string& evalSha256 = {});
   std::vector<std::string> evalSets();
+  // (sample id, model) of an eval set's samples, without their outputs.
+  std::vector<std::pair<std::int64_t, std::string>> sampleModels(const std::string& evalSha256 = {});
+  // Latest verdict label per (sample, instrument), without details.
+  std::map<std::int64_t, std::map<std::string, std::string>> currentLabels();
   // Latest verdict per (sample, instrument).
   std::map<std::int64_t, std::map<std::string, StoredVerdict>> currentVerdicts();
 

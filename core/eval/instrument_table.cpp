@@ -17,32 +17,32 @@ std::string percent(double v) { return std::to_string(std::lround(100 * v)) + "%
 
 InstrumentTable buildInstrumentTable(EvalStore& store, const std::string& sha) {
   InstrumentTable t;
-  const auto samples = store.samples(sha);
-  const auto verdicts = store.currentVerdicts();
+  const auto samples = store.sampleModels(sha);
+  const auto verdicts = store.currentLabels();
   std::set<std::string> instruments;
-  for (const auto& s : samples) {
-    if (std::find(t.models.begin(), t.models.end(), s.model) == t.models.end()) t.models.push_back(s.model);
-    auto it = verdicts.find(s.id);
+  for (const auto& [id, model] : samples) {
+    if (std::find(t.models.begin(), t.models.end(), model) == t.models.end()) t.models.push_back(model);
+    auto it = verdicts.find(id);
     if (it == verdicts.end()) continue;
-    for (const auto& [name, v] : it->second) {
+    for (const auto& [name, verdict] : it->second) {
       if (!isPerSampleInstrument(name)) continue;
       instruments.insert(name);
-      Rate& r = t.rates[s.model][name];
+      Rate& r = t.rates[model][name];
       ++r.total;
-      r.accepted += v.verdict == "accept";
+      r.accepted += verdict == "accept";
     }
   }
   t.instruments.assign(instruments.begin(), instruments.end());
   for (size_t i = 0; i < t.instruments.size(); ++i)
     for (size_t j = i + 1; j < t.instruments.size(); ++j) {
       std::vector<std::string> a, b;
-      for (const auto& s : samples) {
-        auto it = verdicts.find(s.id);
+      for (const auto& sample : samples) {
+        auto it = verdicts.find(sample.first);
         if (it == verdicts.end()) continue;
         auto va = it->second.find(t.instruments[i]), vb = it->second.find(t.instruments[j]);
         if (va == it->second.end() || vb == it->second.end()) continue;
-        a.push_back(va->second.verdict == "accept" ? "accept" : "not");
-        b.push_back(vb->second.verdict == "accept" ? "accept" : "not");
+        a.push_back(va->second == "accept" ? "accept" : "not");
+        b.push_back(vb->second == "accept" ? "accept" : "not");
       }
       if (!a.empty()) t.pairs.push_back({t.instruments[i], t.instruments[j], Agreement::compute(a, b)});
     }
