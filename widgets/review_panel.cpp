@@ -3,6 +3,7 @@
 #include <QCheckBox>
 #include <QComboBox>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QKeyEvent>
@@ -25,6 +26,8 @@
 
 namespace crosslab::widgets {
 namespace {
+
+constexpr const char* kEvalSetting = "review.eval_path";  // lab setting: the eval set last reviewed
 
 QColor background(eval::QuoteKind kind) {
   switch (kind) {
@@ -219,6 +222,10 @@ void ReviewPanel::onLabChanged() {
   openEval_->setEnabled(open);
   importOutputs_->setEnabled(open && !evalPath_.isEmpty());
   status_->setText(open ? tr("Open an eval set to review its outputs.") : tr("Open a lab to review outputs."));
+  if (!open) return;
+  // Reopen the eval set this lab was last reviewed with (loads on the worker thread).
+  const QString last = QString::fromStdString(store_->setting(kEvalSetting));
+  if (!last.isEmpty() && QFileInfo::exists(last)) loadEval(last);
 }
 
 void ReviewPanel::chooseEval() {
@@ -271,6 +278,11 @@ void ReviewPanel::onLoaded(std::shared_ptr<ReviewSnapshot> snapshot, const QStri
                        .arg(s->models.size())
                        .arg(QString::fromStdString(s->evalSet.sha256.substr(0, 12))));
   refreshTable();
+  try {
+    if (store_) store_->setSetting(kEvalSetting, evalPath_.toStdString());
+  } catch (const std::exception& e) {
+    status_->setText(QString::fromStdString(e.what()));
+  }
   emit loaded(true, {});
 }
 

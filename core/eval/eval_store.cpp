@@ -148,9 +148,19 @@ std::map<std::int64_t, std::map<std::string, StoredVerdict>> EvalStore::currentV
   return out;
 }
 
-void EvalStore::setPublishedScore(const std::string& model, double score) {
+std::string EvalStore::setting(const std::string& key) {
+  auto s = lab_.db().prepare("SELECT value FROM settings WHERE key = ?1");
+  s.bind(1, key);
+  return s.step() ? s.text(0) : std::string();
+}
+
+void EvalStore::setSetting(const std::string& key, const std::string& value) {
   lab_.db().prepare("INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = ?2")
-      .bind(1, kPublishedPrefix + model).bind(2, std::to_string(score)).run();
+      .bind(1, key).bind(2, value).run();
+}
+
+void EvalStore::setPublishedScore(const std::string& model, double score) {
+  setSetting(kPublishedPrefix + model, std::to_string(score));
 }
 
 std::map<std::string, double> EvalStore::publishedScores() {

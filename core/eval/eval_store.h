@@ -65,6 +65,10 @@ class EvalStore {
   // Latest verdict per (sample, instrument).
   std::map<std::int64_t, std::map<std::string, StoredVerdict>> currentVerdicts();
 
+  // Lab-scoped key/value settings (the settings table); "" when unset.
+  std::string setting(const std::string& key);
+  void setSetting(const std::string& key, const std::string& value);
+
   // Published scores of archived outputs (calibration), kept in the settings table.
   void setPublishedScore(const std::string& model, double score);
   std::map<std::string, double> publishedScores();

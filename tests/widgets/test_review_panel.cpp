@@ -196,6 +196,11 @@ class TestReviewPanel : public QObject {
     QVERIFY(panel.sideTitle(0)->text().contains("alpha") || panel.sideTitle(0)->text().contains("beta"));
     QVERIFY(panel.sideTitle(0)->text().contains("parity"));
 
+    // Reopening the lab reloads the eval set it was last reviewed with.
+    QVERIFY(session.requestOpen(lab_, &error));
+    QVERIFY(loaded.wait(20000));
+    QCOMPARE(model->rowCount(), 3);
+
     // Another lab: the old samples go, and no key writes their verdicts into the new lab.
     const QString other = tmp_.filePath("lab-other");
     store::LabStore::create(other.toStdString(), "other");
