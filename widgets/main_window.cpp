@@ -57,8 +57,8 @@ QVector<PanelSpec> panelSpecs() {
        QObject::tr("Model outputs side by side with every instrument: JSON validity, mechanical "
                    "quote verification, judge gates with calibration, and human verdicts."),
        {"samples", "verdicts"},
-       QObject::tr("Written by <code>crosslab-cli eval …</code>, which arrives with the Review "
-                   "capability; this build does not have it yet.")},
+       QObject::tr("Written by <code>crosslab-cli eval check</code>, <code>eval judge</code> and "
+                   "<code>eval generate</code>, and by verdicts entered in this panel.")},
       {QObject::tr("Ledger"),
        QObject::tr("Compute versus staging cost per VM life, the friction log, and the report "
                    "that regenerates the lab's tables from the raw records."),

@@ -183,8 +183,9 @@ QWidget* ReviewPanel::buildCenter() {
   diff_->setReadOnly(true);
   diff_->setObjectName("reviewDiff");
   split->addWidget(diff_);
-  split->setStretchFactor(0, 2);
-  split->setStretchFactor(1, 2);
+  split->setStretchFactor(0, 3);  // contexts
+  split->setStretchFactor(1, 3);  // outputs
+  split->setStretchFactor(2, 1);  // diff
   v->addWidget(split, 1);
   comment_ = new QLineEdit;
   comment_->setPlaceholderText(tr("Comment on the current side — Enter saves, Esc cancels"));
