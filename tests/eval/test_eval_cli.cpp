@@ -10,6 +10,7 @@
 
 #include <fstream>
 
+#include "core/store/lab_store.h"
 #include "standin_judge.h"
 
 using nlohmann::json;
@@ -186,6 +187,8 @@ class TestEvalCli : public QObject {
     const auto j = json::parse(r.out);
     QCOMPARE(j["models"]["tuned-8b"]["json_valid"].get<int>(), 2);
     QCOMPARE(j["models"]["tuned-8b"]["exact"].get<int>(), 2);
+    auto store = crosslab::store::LabStore::open(lab.toStdString());  // the prompt template is recorded
+    QCOMPARE(store.db().scalarInt("SELECT count(*) FROM samples WHERE model = 'tuned-8b' AND prompt_template LIKE '%{{question}}%'"), 2);
     // A failing endpoint writes nothing.
     const QString none = tmp_.filePath("none.jsonl");
     r = cli({"eval", "generate", "--eval", eval_, "--url", QString::fromStdString(server.url()), "--served-model", "missing", "--name", "m",
