@@ -20,6 +20,8 @@ packages=(
   # benchmark client: HTTP/1.1 response parser (nodejs http-parser), on-demand JSON for SSE chunks
   libhttp-parser-dev libsimdjson-dev
   # (test_bench_metrics' numpy re-implementation of vLLM's formulas uses python3-numpy above)
+  # eval: Unicode NFC + case mapping for quote checks, SHA-256 of eval sets (libcrypto)
+  libutf8proc-dev libssl-dev
   # SSH tests run a real OpenSSH server on loopback
   openssh-server openssh-client
   # independent references in tests (Debian's python3, not a virtualenv)

@@ -26,6 +26,7 @@
 #include "widgets/benchmarks_panel.h"
 #include "widgets/empty_state_panel.h"
 #include "widgets/log_panel.h"
+#include "widgets/review_panel.h"
 #include "widgets/recent_labs.h"
 #include "widgets/theme.h"
 #include "widgets/training_panel.h"
@@ -59,8 +60,8 @@ QVector<PanelSpec> panelSpecs() {
        QObject::tr("Model outputs side by side with every instrument: JSON validity, mechanical "
                    "quote verification, judge gates with calibration, and human verdicts."),
        {"samples", "verdicts"},
-       QObject::tr("Written by <code>crosslab-cli eval …</code>, which arrives with the Review "
-                   "capability; this build does not have it yet.")},
+       QObject::tr("Written by <code>crosslab-cli eval check</code>, <code>eval judge</code> and "
+                   "<code>eval generate</code>, and by verdicts entered in this panel.")},
       {QObject::tr("Ledger"),
        QObject::tr("Compute versus staging cost per VM life, the friction log, and the report "
                    "that regenerates the lab's tables from the raw records."),
@@ -127,6 +128,8 @@ void MainWindow::buildPanels() {
       stack_->addWidget(new TrainingPanel(session_, stack_));
     else if (spec.title == tr("Benchmarks"))
       stack_->addWidget(new BenchmarksPanel(session_, stack_));
+    else if (spec.title == tr("Review"))
+      stack_->addWidget(new ReviewPanel(session_, stack_));
     else
       stack_->addWidget(new EmptyStatePanel(spec, session_, stack_));
   }

@@ -7,6 +7,7 @@ namespace crosslab::backends {
 void addBackendCommands(std::vector<cli::Command>& commands) {
   // One line per command family.
   addBenchCommands(commands);
+  addEvalBackendCommands(commands);
 }
 
 }  // namespace crosslab::backends

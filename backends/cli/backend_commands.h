@@ -10,5 +10,7 @@ namespace crosslab::backends {
 
 // Appends every backend command family, in the order `help` lists them.
 void addBackendCommands(std::vector<cli::Command>& commands);
+// eval generate / eval judge (backends/cli/eval_backend_commands.cpp).
+void addEvalBackendCommands(std::vector<cli::Command>& commands);
 
 }  // namespace crosslab::backends

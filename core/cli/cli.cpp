@@ -68,6 +68,7 @@ std::vector<Command> coreCommands() {
   std::vector<Command> commands;
   addLabCommands(commands);
   addRecipeCommands(commands);
+  addEvalCommands(commands);
   addVersionCommands(commands);
   return commands;
 }

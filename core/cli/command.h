@@ -33,6 +33,7 @@ std::vector<Command> coreCommands();
 void addVersionCommands(std::vector<Command>& commands);
 void addLabCommands(std::vector<Command>& commands);
 void addRecipeCommands(std::vector<Command>& commands);
+void addEvalCommands(std::vector<Command>& commands);
 
 // Entry point used by app/cli_main.cpp and by in-process tests.
 int runCli(const std::vector<Command>& commands, const std::vector<std::string>& argv, std::ostream& out,

@@ -17,6 +17,7 @@
 #include "widgets/log_panel.h"
 #include "widgets/main_window.h"
 #include "widgets/recent_labs.h"
+#include "widgets/review_panel.h"
 #include "widgets/theme.h"
 
 using crosslab::widgets::MainWindow;
@@ -70,6 +71,10 @@ class TestMainWindow : public QObject {
       QTest::keyClick(&w, static_cast<Qt::Key>(Qt::Key_1 + i), Qt::ControlModifier);
       QCOMPARE(static_cast<int>(w.currentPanel()), i);
       QCOMPARE(stack->currentIndex(), i);
+      if (i == MainWindow::Review) {  // the real Review panel replaced its placeholder
+        QVERIFY(qobject_cast<crosslab::widgets::ReviewPanel*>(stack->currentWidget()));
+        continue;
+      }
       QCOMPARE(stack->currentWidget()->objectName(), "panel_" + expected[i].toLower());
     }
   }

@@ -1,0 +1,212 @@
+// crosslab-cli eval generate | judge: the eval commands that talk to OpenAI-compatible
+// endpoints (our server, vLLM, hosted APIs, judges).
+#include <nlohmann/json.hpp>
+
+#include <cstdlib>
+#include <iomanip>
+#include <map>
+#include <ostream>
+
+#include "backends/cli/backend_commands.h"
+#include "backends/openai_chat_client.h"
+#include "core/eval/eval_store.h"
+#include "core/eval/judge_gate.h"
+
+namespace crosslab::backends {
+namespace {
+
+using nlohmann::json;
+using cli::Args;
+using cli::Context;
+using cli::UsageError;
+
+constexpr const char* kDefaultTemplate =
+    "Answer the question using only the contexts below. Reply with one JSON object and nothing else: "
+    "{\"answer\": \"<your answer>\", \"evidence\": [\"<exact quote copied from a context>\", ...]}.\n\n"
+    "Contexts:\n{{contexts}}\n\nQuestion: {{question}}";
+
+std::string required(const Args& args, const std::string& name) {
+  auto v = args.value(name);
+  if (!v || v->empty()) throw UsageError(name + " is required");
+  return *v;
+}
+
+std::string envKey(const std::string& name) {
+  const char* v = std::getenv(name.c_str());
+  return v ? v : "";
+}
+
+int evalGenerate(const Args& args, Context& ctx) {
+  args.expectPositionals(0, 0);
+  if (args.has("--model") == args.has("--url")) throw UsageError("give exactly one of --url URL or --model DIR");
+  if (args.has("--model")) throw std::runtime_error("local generation needs the engine (not in this build); use --url");
+  if (args.has("--adapter")) throw UsageError("with --url, select an adapter by its served name (--served-model NAME)");
+  const auto evalSet = eval::loadEvalSet(required(args, "--eval"));
+  const std::string label = required(args, "--name");
+  const std::string outPath = required(args, "--out");
+  const std::string tmpl = args.value("--template") ? eval::readFile(*args.value("--template")) : kDefaultTemplate;
+  eval::ChatRequest req;
+  req.url = required(args, "--url");
+  req.model = args.value("--served-model").value_or(label);
+  req.maxTokens = std::stoi(args.value("--max-tokens").value_or("1024"));
+  if (auto env = args.value("--api-key-env")) {
+    req.apiKey = envKey(*env);
+    if (req.apiKey.empty()) throw std::runtime_error("environment variable " + *env + " is not set");
+  }
+  OpenAiChatClient client;
+  std::vector<eval::OutputRecord> outputs;
+  std::string jsonl;
+  for (const auto& q : evalSet.questions) {
+    req.prompt = eval::renderTemplate(tmpl, eval::rubricVars(q));
+    const auto r = client.complete(req);
+    if (!r.ok) throw std::runtime_error("question " + q.id + ": " + r.error + " (nothing written)");
+    outputs.push_back({q.id, label, r.content});
+    jsonl += json{{"id", q.id}, {"model", label}, {"output", r.content}}.dump() + "\n";
+    ctx.err << "generated " << outputs.size() << "/" << evalSet.questions.size() << "\r" << std::flush;
+  }
+  ctx.err << "\n";
+  eval::writeFileAtomic(outPath, jsonl);
+  if (auto labDir = args.value("--lab")) {
+    auto lab = store::LabStore::open(*labDir);
+    eval::EvalStore es(lab);
+    es.importOutputs(evalSet.sha256, outputs, "generate " + req.url, tmpl);
+  }
+  ctx.out << "wrote " << outputs.size() << " outputs of " << label << " to " << outPath << " (eval " << evalSet.sha256 << ")\n";
+  return 0;
+}
+
+json judgeDetail(const eval::JudgeVerdict& v) {
+  return {{"judge", v.judge},       {"verdict", v.verdict},       {"checks", v.checks},
+          {"reason", v.reason},     {"replies", v.replies},       {"errors", v.errors},
+          {"latency_ms", v.latencyMs}, {"prompt_tokens", v.promptTokens}, {"completion_tokens", v.completionTokens},
+          {"requests", v.requests}};
+}
+
+json gateDetail(const eval::GateResult& g) {
+  json judges = json::array();
+  for (const auto& v : g.judges) judges.push_back(judgeDetail(v));
+  return {{"verdict", g.verdict}, {"judges", judges}};
+}
+
+struct Tally {
+  std::map<std::string, std::map<std::string, size_t>> byModel;  // model -> verdict -> count
+};
+
+void printTally(const Tally& t, const std::string& gate, std::ostream& os) {
+  for (const auto& [model, counts] : t.byModel) {
+    size_t total = 0;
+    for (const auto& [v, n] : counts) total += n;
+    const size_t accepted = counts.count("accept") ? counts.at("accept") : 0;
+    os << std::left << std::setw(28) << model << "accepted " << accepted << "/" << total << " ("
+       << (total ? 100 * accepted / total : 0) << "%) under gate " << gate;
+    for (const auto& [v, n] : counts)
+      if (v != "accept") os << ", " << v << " " << n;
+    os << "\n";
+  }
+}
+
+void judgeSingle(eval::JudgeGate& gate, const eval::EvalSet& set, const std::vector<eval::OutputRecord>& outputs,
+                 eval::EvalStore* es, const std::vector<std::int64_t>& ids, Tally& tally, Context& ctx) {
+  const std::string gateName = gate.spec().name;
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    const auto* q = set.find(outputs[i].id);
+    if (!q) throw std::runtime_error("output id \"" + outputs[i].id + "\" is not in the eval set");
+    const auto g = gate.judge(*q, outputs[i].output);
+    ++tally.byModel[outputs[i].model][g.verdict];
+    if (es) {
+      es->setVerdict(ids[i], "gate:" + gateName, g.verdict, std::nullopt, gateDetail(g).dump());
+      for (const auto& v : g.judges)
+        es->setVerdict(ids[i], "judge:" + gateName + "/" + v.judge, v.verdict, std::nullopt, judgeDetail(v).dump());
+    }
+    ctx.err << "judged " << i + 1 << "/" << outputs.size() << "\r" << std::flush;
+  }
+  ctx.err << "\n";
+}
+
+void judgePairs(eval::JudgeGate& gate, const eval::EvalSet& set, const std::vector<eval::OutputRecord>& outputs,
+                eval::EvalStore* es, const std::vector<std::int64_t>& ids, Tally& tally, Context& ctx) {
+  const auto models = eval::modelsOf(outputs);
+  if (models.size() != 2) throw UsageError("pairwise gates need outputs of exactly two models");
+  std::map<std::string, size_t> yIndex;
+  for (size_t i = 0; i < outputs.size(); ++i)
+    if (outputs[i].model == models[1]) yIndex[outputs[i].id] = i;
+  const std::string label = models[0] + " vs " + models[1];
+  for (size_t i = 0; i < outputs.size(); ++i) {
+    if (outputs[i].model != models[0] || !yIndex.count(outputs[i].id)) continue;
+    const size_t j = yIndex[outputs[i].id];
+    const auto* q = set.find(outputs[i].id);
+    if (!q) throw std::runtime_error("output id \"" + outputs[i].id + "\" is not in the eval set");
+    const auto g = gate.judgePair(*q, outputs[i].output, outputs[j].output);
+    const std::string winner = g.verdict == "x" ? models[0] : g.verdict == "y" ? models[1] : g.verdict;
+    ++tally.byModel[label][winner];
+    if (es) {
+      json detail = gateDetail(g);
+      detail["other"] = ids[j];
+      es->setVerdict(ids[i], "pair:gate:" + gate.spec().name, g.verdict, std::nullopt, detail.dump());
+    }
+    ctx.err << "judged pair " << outputs[i].id << "\r" << std::flush;
+  }
+  ctx.err << "\n";
+}
+
+int evalJudge(const Args& args, Context& ctx) {
+  args.expectPositionals(0, 0);
+  const auto set = eval::loadEvalSet(required(args, "--eval"));
+  const std::string outputsPath = required(args, "--outputs");
+  const auto outputs = eval::loadOutputs(outputsPath);
+  auto spec = eval::loadGateSpec(required(args, "--gate"));
+  OpenAiChatClient client;
+  eval::JudgeGate gate(spec, client, envKey);
+  std::optional<store::LabStore> lab;
+  std::optional<eval::EvalStore> es;
+  std::vector<std::int64_t> ids;
+  if (auto labDir = args.value("--lab")) {
+    lab.emplace(store::LabStore::open(*labDir));
+    es.emplace(*lab);
+    ids = es->importOutputs(set.sha256, outputs, outputsPath);
+    if (auto published = args.value("--published"))
+      for (const auto& m : eval::modelsOf(outputs)) es->setPublishedScore(m, std::stod(*published));
+  } else if (args.has("--published")) {
+    throw UsageError("--published needs --lab");
+  }
+  Tally tally;
+  if (spec.pairwise) judgePairs(gate, set, outputs, es ? &*es : nullptr, ids, tally, ctx);
+  else judgeSingle(gate, set, outputs, es ? &*es : nullptr, ids, tally, ctx);
+  if (args.has("--json")) {
+    ctx.out << json{{"eval_sha256", set.sha256}, {"gate", spec.name}, {"verdicts", tally.byModel}}.dump() << "\n";
+    return 0;
+  }
+  printTally(tally, spec.name, ctx.out);
+  return 0;
+}
+
+}  // namespace
+
+void addEvalBackendCommands(std::vector<cli::Command>& commands) {
+  commands.push_back({"eval generate",
+                      "--eval FILE --url URL|--model DIR [--adapter DIR] --name MODEL_LABEL [--lab LAB] --out FILE",
+                      "generate outputs for an eval set through an OpenAI-compatible endpoint",
+                      {{"--eval", true, "eval set (JSON Lines)"},
+                       {"--url", true, "OpenAI-compatible base URL (http://host:port or .../v1)"},
+                       {"--model", true, "local model folder (needs the engine)"},
+                       {"--adapter", true, "LoRA adapter folder (local engine)"},
+                       {"--name", true, "model label written with every output"},
+                       {"--served-model", true, "the endpoint's model name (default: --name)"},
+                       {"--template", true, "prompt template file ({{question}}, {{contexts}})"},
+                       {"--api-key-env", true, "environment variable holding the API key"},
+                       {"--max-tokens", true, "max tokens per output (default 1024)"},
+                       {"--lab", true, "also store the outputs (with the prompt template) in this lab"},
+                       {"--out", true, "outputs file to write (JSON Lines)"}},
+                      evalGenerate});
+  commands.push_back({"eval judge", "--eval FILE --outputs FILE --gate GATE.json [--lab LAB] [--json]",
+                      "run a judge gate (accept only on agreement; pairwise A/B swap)",
+                      {{"--eval", true, "eval set (JSON Lines)"},
+                       {"--outputs", true, "outputs (JSON Lines)"},
+                       {"--gate", true, "gate file: judges, rubric, checks, mode"},
+                       {"--lab", true, "store samples, verdicts, raw replies, latency and tokens here"},
+                       {"--published", true, "published score (0..1) of these archived outputs, for calibration"},
+                       {"--json", false, "print a JSON object"}},
+                      evalJudge});
+}
+
+}  // namespace crosslab::backends

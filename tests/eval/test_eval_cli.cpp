@@ -1,0 +1,202 @@
+// crosslab-cli eval … as a user runs it (child processes), with a stand-in judge/generator
+// on loopback: the `eval check --json` contract, judge -> lab -> agreement -> export, and
+// generate through the OpenAI-compatible client.
+#include <QFile>
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <nlohmann/json.hpp>
+
+#include <fstream>
+
+#include "core/store/lab_store.h"
+#include "standin_judge.h"
+
+using nlohmann::json;
+
+namespace {
+
+struct Result {
+  int code;
+  std::string out, err;
+};
+
+Result cli(const QStringList& args, const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
+  QProcess p;
+  p.setProcessEnvironment(env);
+  p.start(CROSSLAB_CLI, args);
+  if (!p.waitForFinished(60000)) return {-1, {}, "timeout"};
+  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, p.readAllStandardOutput().toStdString(),
+          p.readAllStandardError().toStdString()};
+}
+
+void write(const QString& path, const std::string& text) {
+  std::ofstream(path.toStdString(), std::ios::binary) << text;
+}
+
+std::string answer(std::vector<std::string> quotes) { return json{{"answer", "a"}, {"evidence", quotes}}.dump(); }
+
+std::string line(const std::string& id, const std::string& model, const std::string& output) {
+  return json{{"id", id}, {"model", model}, {"output", output}}.dump() + "\n";
+}
+
+}  // namespace
+
+class TestEvalCli : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+  QString eval_, outputs_;
+
+ private slots:
+  void initTestCase() {
+    eval_ = tmp_.filePath("eval.jsonl");
+    outputs_ = tmp_.filePath("outputs.jsonl");
+    write(eval_, json{{"id", "q1"}, {"question", "How long?"}, {"contexts", {"The run took 111 steps over three epochs."}}}.dump() +
+                     "\n" +
+                     json{{"id", "q2"}, {"question", "Which gate?"}, {"contexts", {"The rebuilt gate reads grounded harder."}}}.dump() +
+                     "\n");
+    write(outputs_, line("q1", "small", answer({"the run took 111 steps"})) +
+                        line("q2", "small", "```json\n" + answer({"reads grounded harder", "invented quote here"}) + "\n```") +
+                        line("q1", "big", answer({"took 111 steps", ""})) + line("q2", "big", answer({}) + " trailing"));
+  }
+
+  void checkJsonContract() {
+    auto r = cli({"eval", "check", "--eval", eval_, "--outputs", outputs_, "--json"});
+    QCOMPARE(r.code, 0);
+    const auto j = json::parse(r.out);
+    QCOMPARE(j["eval_sha256"].get<std::string>().size(), size_t(64));
+    const auto& s = j["models"]["small"];
+    for (const char* key : {"samples", "json_valid", "json_fenced", "quotes", "exact", "fuzzy", "fabricated", "invalid", "fidelity"})
+      QVERIFY2(s.contains(key), key);
+    QCOMPARE(s["samples"].get<int>(), 2);
+    QCOMPARE(s["json_valid"].get<int>(), 1);
+    QCOMPARE(s["json_fenced"].get<int>(), 1);
+    QCOMPARE(s["quotes"].get<int>(), 3);
+    QCOMPARE(s["exact"].get<int>(), 2);
+    QCOMPARE(s["fabricated"].get<int>(), 1);
+    const auto& b = j["models"]["big"];
+    QCOMPARE(b["json_valid"].get<int>(), 1);
+    QCOMPARE(b["quotes"].get<int>(), 1);
+    QCOMPARE(b["invalid"].get<int>(), 1);
+    QCOMPARE(b["fidelity"].get<double>(), 1.0);
+    QVERIFY(!j.contains("samples"));
+    r = cli({"eval", "check", "--eval", eval_, "--outputs", outputs_, "--json", "--detail"});
+    const auto d = json::parse(r.out);
+    QCOMPARE(d["samples"][0]["quotes"][0]["start"].get<int>(), 0);
+    QCOMPARE(d["samples"][0]["quotes"][0]["end"].get<int>(), 22);
+  }
+
+  void badInputIsOneLineAndExitOne() {
+    const QString bad = tmp_.filePath("bad.jsonl");
+    write(bad, "{\"id\": \"q1\"}\n");
+    auto r = cli({"eval", "check", "--eval", eval_, "--outputs", bad});
+    QCOMPARE(r.code, 1);
+    QVERIFY(QString::fromStdString(r.err).contains("bad.jsonl:1: missing \"model\""));
+    QCOMPARE(QString::fromStdString(r.err).trimmed().count('\n'), 0);
+    r = cli({"eval", "generate", "--eval", eval_, "--model", tmp_.path(), "--name", "x", "--out", tmp_.filePath("g.jsonl")});
+    QCOMPARE(r.code, 1);
+    QVERIFY(QString::fromStdString(r.err).contains("local generation needs the engine (not in this build)"));
+  }
+
+  void judgeStoresVerdictsAndAgreementExports() {
+    StandinJudge judge;
+    const QString lab = tmp_.filePath("lab");
+    QCOMPARE(cli({"lab", "init", lab}).code, 0);
+    QCOMPARE(cli({"eval", "check", "--eval", eval_, "--outputs", outputs_, "--lab", lab}).code, 0);
+    const QString gate = tmp_.filePath("gate.json");
+    write(gate, json{{"name", "strict"}, {"checks", {2, 3, 4}}, {"rubric", "{{question}} {{contexts}} {{output}}"},
+                     {"backoff_s", 0.01},
+                     {"judges", {{{"name", "one"}, {"url", judge.url()}, {"model", "accept"}, {"api_key_env", "JUDGE_KEY"}},
+                                 {{"name", "two"}, {"url", judge.url() + "/v1"}, {"model", "reject"}}}}}
+                    .dump());
+    auto env = QProcessEnvironment::systemEnvironment();
+    env.insert("JUDGE_KEY", "sk-never-stored-42");
+    auto r = cli({"eval", "judge", "--eval", eval_, "--outputs", outputs_, "--gate", gate, "--lab", lab, "--json",
+                  "--published", "0.7"},
+                 env);
+    QCOMPARE(r.code, 0);
+    const auto j = json::parse(r.out);
+    QCOMPARE(j["verdicts"]["small"]["reject"].get<int>(), 2);  // judge two rejects: no agreement, no accept
+    QCOMPARE(judge.authorizations().front(), std::string("Bearer sk-never-stored-42"));
+    QFile db(lab + "/lab.sqlite");
+    QVERIFY(db.open(QIODevice::ReadOnly));
+    QVERIFY(!db.readAll().contains("sk-never-stored-42"));
+
+    r = cli({"eval", "agreement", "--lab", lab, "--json"});
+    QCOMPARE(r.code, 0);
+    const auto a = json::parse(r.out);
+    QCOMPARE(a["models"]["small"]["format"]["accepted"].get<int>(), 2);
+    QCOMPARE(a["models"]["small"]["gate:strict"]["accepted"].get<int>(), 0);
+    QCOMPARE(a["models"]["small"]["judge:strict/one"]["accepted"].get<int>(), 2);
+    bool sawPair = false;
+    for (const auto& p : a["agreement"])
+      if (p["a"] == "format" && p["b"] == "quotes") {
+        sawPair = true;
+        QCOMPARE(p["n"].get<int>(), 4);
+      }
+    QVERIFY(sawPair);
+    QCOMPARE(a["calibration"][0]["published"].get<double>(), 0.7);
+    QCOMPARE(a["calibration"][0]["measured"].get<double>(), 0.0);
+    QVERIFY(a.contains("calibration_warning"));
+
+    r = cli({"eval", "export", "--lab", lab, "--format", "csv"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(QString::fromStdString(r.out).startsWith("sample_id,eval_sha256,question_id,model,format,gate:strict,"));
+    r = cli({"eval", "export", "--lab", lab, "--format", "json", "--out", tmp_.filePath("export.json")});
+    QCOMPARE(r.code, 0);
+    std::ifstream in(tmp_.filePath("export.json").toStdString());
+    const auto e = json::parse(in);
+    QCOMPARE(e.size(), size_t(4));
+    QCOMPARE(e[0]["verdicts"]["judge:strict/two"]["detail"]["replies"].size(), size_t(1));
+  }
+
+  void pairwiseJudgeExportsDpoPairs() {
+    StandinJudge judge;
+    const QString lab = tmp_.filePath("lab-pairs");
+    QCOMPARE(cli({"lab", "init", lab}).code, 0);
+    const QString outs = tmp_.filePath("pairs.jsonl");
+    write(outs, line("q1", "x", "GOOD 111 steps") + line("q1", "y", "no idea") + line("q2", "x", "meh") +
+                    line("q2", "y", "GOOD grounded"));
+    const QString gate = tmp_.filePath("pair-gate.json");
+    write(gate, json{{"name", "pair"}, {"mode", "pairwise"}, {"rubric", "{{question}} <<A>> {{output_a}} <<B>> {{output_b}}"},
+                     {"judges", {{{"url", judge.url()}, {"model", "content"}}}}}
+                    .dump());
+    auto r = cli({"eval", "judge", "--eval", eval_, "--outputs", outs, "--gate", gate, "--lab", lab, "--json"});
+    QCOMPARE(r.code, 0);
+    const auto j = json::parse(r.out);
+    QCOMPARE(j["verdicts"]["x vs y"]["x"].get<int>(), 1);
+    QCOMPARE(j["verdicts"]["x vs y"]["y"].get<int>(), 1);
+    r = cli({"eval", "export", "--lab", lab, "--format", "dpo", "--eval", eval_});
+    QCOMPARE(r.code, 0);
+    const auto first = json::parse(r.out.substr(0, r.out.find('\n')));
+    QCOMPARE(first["chosen"].get<std::string>(), std::string("GOOD 111 steps"));
+    QCOMPARE(first["rejected"].get<std::string>(), std::string("no idea"));
+    QCOMPARE(first["prompt"].get<std::string>(), std::string("How long?"));
+  }
+
+  void generateThroughOpenAiEndpoint() {
+    StandinJudge server;
+    const QString out = tmp_.filePath("gen.jsonl");
+    const QString lab = tmp_.filePath("lab-gen");
+    QCOMPARE(cli({"lab", "init", lab}).code, 0);
+    auto r = cli({"eval", "generate", "--eval", eval_, "--url", QString::fromStdString(server.url()), "--served-model", "writer", "--name",
+                  "tuned-8b", "--out", out, "--lab", lab});
+    QCOMPARE(r.code, 0);
+    r = cli({"eval", "check", "--eval", eval_, "--outputs", out, "--json"});
+    const auto j = json::parse(r.out);
+    QCOMPARE(j["models"]["tuned-8b"]["json_valid"].get<int>(), 2);
+    QCOMPARE(j["models"]["tuned-8b"]["exact"].get<int>(), 2);
+    auto store = crosslab::store::LabStore::open(lab.toStdString());  // the prompt template is recorded
+    QCOMPARE(store.db().scalarInt("SELECT count(*) FROM samples WHERE model = 'tuned-8b' AND prompt_template LIKE '%{{question}}%'"), 2);
+    // A failing endpoint writes nothing.
+    const QString none = tmp_.filePath("none.jsonl");
+    r = cli({"eval", "generate", "--eval", eval_, "--url", QString::fromStdString(server.url()), "--served-model", "missing", "--name", "m",
+             "--out", none});
+    QCOMPARE(r.code, 1);
+    QVERIFY(!QFile::exists(none));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestEvalCli)
+#include "test_eval_cli.moc"
