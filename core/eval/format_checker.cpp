@@ -30,17 +30,17 @@ std::optional<std::string> fenceBody(const std::string& text) {
 // Fills answer/evidence; returns an error line or "".
 std::string readSchema(const json& doc, FormatResult& r) {
   if (!doc.is_object()) return "not a JSON object";
-  auto answer = doc.find("answer");
-  if (answer == doc.end()) return "missing \"answer\"";
-  if (!answer->is_string()) return "\"answer\" is not a string";
-  auto evidence = doc.find("evidence");
-  if (evidence == doc.end()) return "missing \"evidence\"";
-  if (!evidence->is_array()) return "\"evidence\" is not an array";
-  for (const auto& q : *evidence) {
+  if (!doc.contains("answer")) return "missing \"answer\"";
+  const json& answer = doc.at("answer");
+  if (!answer.is_string()) return "\"answer\" is not a string";
+  if (!doc.contains("evidence")) return "missing \"evidence\"";
+  const json& evidence = doc.at("evidence");
+  if (!evidence.is_array()) return "\"evidence\" is not an array";
+  for (const auto& q : evidence) {
     if (!q.is_string()) return "\"evidence\" has a non-string item";
     r.evidence.push_back(q.get<std::string>());
   }
-  r.answer = answer->get<std::string>();
+  r.answer = answer.get<std::string>();
   return {};
 }
 
