@@ -43,7 +43,7 @@ std::vector<int32_t> parseIds(const std::string& arg) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error&) {
+  } catch (const json::exception&) {
     throw UsageError("ids must be a JSON list of integers");
   }
   if (!j.is_array()) throw UsageError("ids must be a JSON list of integers");
@@ -118,7 +118,7 @@ int tokenize(const Args& args, Context& ctx) {
       json j;
       try {
         j = json::parse(line);
-      } catch (const json::parse_error&) {
+      } catch (const json::exception&) {
         throw std::runtime_error(*file + ":" + std::to_string(lineNo) + ": not a JSON string");
       }
       if (!j.is_string()) throw std::runtime_error(*file + ":" + std::to_string(lineNo) + ": not a JSON string");
