@@ -43,7 +43,7 @@ std::vector<int32_t> parseIds(const std::string& arg) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error&) {
+  } catch (const json::exception&) {
     throw UsageError("ids must be a JSON list of integers");
   }
   if (!j.is_array()) throw UsageError("ids must be a JSON list of integers");
@@ -118,7 +118,7 @@ int tokenize(const Args& args, Context& ctx) {
       json j;
       try {
         j = json::parse(line);
-      } catch (const json::parse_error&) {
+      } catch (const json::exception&) {
         throw std::runtime_error(*file + ":" + std::to_string(lineNo) + ": not a JSON string");
       }
       if (!j.is_string()) throw std::runtime_error(*file + ":" + std::to_string(lineNo) + ": not a JSON string");
@@ -206,7 +206,7 @@ int forward(const Args& args, Context& ctx) {
   const auto out = args.value("--dump-logits");
   if (!out) throw UsageError("--dump-logits FILE is required");
   auto engine = infer::LocalEngine::open(modelDir(args), engineOptions(args));
-  const std::vector<float> logits = engine->forwardLogits(ids);  // [T, vocab], little-endian on x86/arm
+  const std::vector<float> logits = engine->forwardLogits(ids, args.has("--incremental"));  // [T, vocab], little-endian
   model::writeFileAtomically(*out, std::string(reinterpret_cast<const char*>(logits.data()), logits.size() * sizeof(float)));
   ctx.out << json({{"positions", ids.size()}, {"vocab", engine->config().vocabSize}, {"file", *out}}).dump() << "\n";
   return 0;
@@ -290,7 +290,8 @@ void addEngineCommands(std::vector<Command>& commands) {
   commands.push_back({"forward", "--model DIR [--adapter DIR] --ids JSON --dump-logits FILE [--dtype f32|bf16]",
                       "run one forward pass; write every position's logits as raw float32 [T, vocab]",
                       with({{"--ids", true, "JSON list of ids (or @file)"},
-                            {"--dump-logits", true, "output file (little-endian float32)"}}),
+                            {"--dump-logits", true, "output file (little-endian float32)"},
+                            {"--incremental", false, "one token at a time through the KV cache (the decode path)"}}),
                       forward});
   commands.push_back({"model info", "DIR [--json]", "validate a checkpoint and summarise its config, parameters and files",
                       {{"--json", false, "print a JSON object"}},

@@ -80,10 +80,19 @@ std::unique_ptr<LocalEngine> LocalEngine::open(const std::filesystem::path& dir,
 const model::ModelConfig& LocalEngine::config() const { return impl_->model.config(); }
 const tokenizer::BpeTokenizer* LocalEngine::tokenizer() const { return impl_->tok ? &*impl_->tok : nullptr; }
 
-std::vector<float> LocalEngine::forwardLogits(const std::vector<int32_t>& ids) {
+std::vector<float> LocalEngine::forwardLogits(const std::vector<int32_t>& ids, bool incremental) {
   if (ids.empty()) throw std::runtime_error("no input ids");
   c10::InferenceMode guard;
-  const at::Tensor logits = impl_->model.forward(idTensor(ids, config().vocabSize)).to(at::kCPU).contiguous();
+  const at::Tensor input = idTensor(ids, config().vocabSize);  // [1, T]
+  at::Tensor logits;
+  if (incremental) {
+    model::KvCache cache = impl_->model.makeCache(1, input.size(1));
+    std::vector<at::Tensor> rows;
+    for (int64_t t = 0; t < input.size(1); ++t) rows.push_back(impl_->model.forward(input.narrow(1, t, 1), &cache));
+    logits = at::cat(rows, 1).to(at::kCPU).contiguous();  // [1, T, vocab]
+  } else {
+    logits = impl_->model.forward(input).to(at::kCPU).contiguous();
+  }
   return std::vector<float>(logits.data_ptr<float>(), logits.data_ptr<float>() + logits.numel());
 }
 

@@ -58,7 +58,9 @@ class LocalEngine {
   const tokenizer::BpeTokenizer* tokenizer() const;
 
   // Logits of every position of `ids` (one sequence): row-major [T, vocab] fp32.
-  std::vector<float> forwardLogits(const std::vector<int32_t>& ids);
+  // incremental: feed one token at a time through the KV cache (the decode path) instead
+  // of one causal pass over all of them; both must agree.
+  std::vector<float> forwardLogits(const std::vector<int32_t>& ids, bool incremental = false);
   GenerateResult generate(const std::vector<int32_t>& prompt, const GenerateOptions& options);
 
  private:

@@ -1,6 +1,7 @@
 #include "core/model/llama.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 
 #include <cmath>
 #include <fstream>
@@ -8,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/model/gemv.h"
 #include "core/model/checkpoint_files.h"
 #include "core/model/llama_layout.h"
 
@@ -60,17 +62,30 @@ class WeightLoader {
   at::Device device_;
 };
 
-// y = x W^T + b. A single fp32 row (batch-1 decode) goes through gemv: for M = 1 the
-// sgemm path of libtorch 1.13 + OpenBLAS reads W at a fraction of the bandwidth gemv gets
-// (measured 2-10x slower on 768x2048). bf16 stays on linear (oneDNN beats its gemv).
+// y = x W^T + b. A single row (batch-1 decode, no autograd) on the CPU goes through our
+// AVX-512 gemv kernels (core/model/gemv.h: libtorch 1.13 + OpenBLAS/oneDNN read W well below
+// memory bandwidth at M = 1), split over threads by rows; otherwise at::linear.
 at::Tensor project(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
-  const int64_t in = x.size(-1);
-  if (x.numel() == in && x.scalar_type() == at::kFloat && x.device().is_cpu()) {
-    at::Tensor y = at::mv(w, x.reshape({in}));  // [out]
-    if (b.defined()) y = y + b;
+  const int64_t in = x.size(-1), out = w.size(0);
+  const bool f32 = x.scalar_type() == at::kFloat && f32GemvAvailable();
+  const bool bf16 = x.scalar_type() == at::kBFloat16 && bf16GemvAvailable();
+  if (x.numel() == in && (f32 || bf16) && w.scalar_type() == x.scalar_type() && x.device().is_cpu() &&
+      w.is_contiguous() && !at::GradMode::is_enabled()) {
+    const at::Tensor xc = x.reshape({in}).contiguous();
+    at::Tensor y = at::empty({out}, x.options().dtype(at::kFloat));  // fp32 accumulators, [out]
+    float* yp = y.data_ptr<float>();
+    if (f32) {
+      const float *wp = w.data_ptr<float>(), *xp = xc.data_ptr<float>();
+      at::parallel_for(0, out, 256, [&](int64_t b0, int64_t e0) { f32Gemv(wp + b0 * in, xp, yp + b0, e0 - b0, in); });
+    } else {
+      const auto* wp = reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>());
+      const auto* xp = reinterpret_cast<const uint16_t*>(xc.data_ptr<at::BFloat16>());
+      at::parallel_for(0, out, 256, [&](int64_t b0, int64_t e0) { bf16Gemv(wp + b0 * in, xp, yp + b0, e0 - b0, in); });
+    }
+    if (b.defined()) y = y + b.to(at::kFloat);
     std::vector<int64_t> shape = x.sizes().vec();
-    shape.back() = w.size(0);
-    return y.view(shape);
+    shape.back() = out;
+    return y.to(x.scalar_type()).view(shape);  // bf16: one rounding, as the bf16 matmul does
   }
   return b.defined() ? at::linear(x, w, b) : at::linear(x, w);
 }

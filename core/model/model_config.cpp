@@ -96,7 +96,7 @@ ModelConfig parseModelConfig(const std::string& jsonText) {
   json j;
   try {
     j = json::parse(jsonText);
-  } catch (const json::parse_error&) {
+  } catch (const json::exception&) {
     fail("not valid JSON");
   }
   if (!j.is_object()) fail("not a JSON object");

@@ -110,7 +110,7 @@ SafetensorsHeader parseSafetensors(const uint8_t* data, size_t size) {
   json header;
   try {
     header = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     fail(std::string("header is not valid JSON: ") + e.what());
   }
   if (!header.is_object()) fail("header is not a JSON object");

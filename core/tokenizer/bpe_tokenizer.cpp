@@ -123,7 +123,7 @@ BpeTokenizer BpeTokenizer::fromJson(std::string_view jsonText) {
   json j;
   try {
     j = json::parse(jsonText);
-  } catch (const json::parse_error&) {
+  } catch (const json::exception&) {
     fail("not valid JSON");
   }
   if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) fail("missing 'model'");
@@ -137,10 +137,12 @@ BpeTokenizer BpeTokenizer::fromJson(std::string_view jsonText) {
   BpeTokenizer t;
   t.pattern_ = patternOf(member(j, "pre_tokenizer"));
   t.ignoreMerges_ = flag(model, "ignore_merges", false);
+  // Ids are dense in real tokenizers; allow gaps but not ids that would make the id table huge.
+  const size_t addedCount = j.contains("added_tokens") && j["added_tokens"].is_array() ? j["added_tokens"].size() : 0;
+  const int64_t maxId = int64_t(model["vocab"].size() + addedCount) + 65536;
   for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
-    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 ||
-        it.value().get<int64_t>() > std::numeric_limits<int32_t>::max() / 2)
-      fail("vocab id of '" + it.key() + "' is not a valid id");
+    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 || it.value().get<int64_t>() > maxId)
+      fail("vocab id of '" + it.key() + "' is not a valid id (0.." + std::to_string(maxId) + ")");
     const int32_t id = it.value().get<int32_t>();
     std::string bytes;
     if (!byteLevelToBytes(it.key(), bytes)) fail("vocab token '" + it.key() + "' is not byte-level: not byte-level BPE");
@@ -168,7 +170,7 @@ BpeTokenizer BpeTokenizer::fromJson(std::string_view jsonText) {
   if (j.contains("added_tokens") && j["added_tokens"].is_array()) {
     for (const auto& a : j["added_tokens"]) {
       if (!a.is_object() || !a.contains("id") || !a.contains("content") || !a["id"].is_number_integer() ||
-          !a["content"].is_string() || a["id"].get<int64_t>() < 0 || a["id"].get<int64_t>() > (1 << 30))
+          !a["content"].is_string() || a["id"].get<int64_t>() < 0 || a["id"].get<int64_t>() > maxId)
         fail("an added token lacks a valid 'id' or 'content'");
       AddedToken tok{a["content"].get<std::string>(), a["id"].get<int32_t>(), flag(a, "special", false)};
       if (tok.content.empty() || !isValidUtf8(tok.content)) fail("an added token has empty or invalid content");

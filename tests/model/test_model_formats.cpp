@@ -15,6 +15,7 @@
 #include "core/model/safetensors.h"
 #include "core/model/safetensors_writer.h"
 #include "core/tokenizer/bpe_tokenizer.h"
+#include "core/tokenizer/chat_template.h"
 #include "core/tokenizer/pre_tokenizer.h"
 #include "core/tokenizer/utf8.h"
 
@@ -265,6 +266,19 @@ class TestModelFormats : public QObject {
     std::vector<std::string> pieces;
     for (auto [b, e] : tokenizer::preTokenize(text, tokenizer::SplitPattern::Llama3)) pieces.push_back(text.substr(b, e - b));
     QCOMPARE(pieces, (std::vector<std::string>{"I", "'M", " ", " ", "123", "45", "\n\n", " ", " x", "!!\n"}));
+  }
+
+  void llama3ChatTemplate() {
+    // LLaMA-Factory's llama3 template (shared/reference/interfaces.md).
+    QCOMPARE(tokenizer::renderLlama3Chat({{"system", "Be brief."}, {"user", "Hi"}}),
+             std::string("<|begin_of_text|><|start_header_id|>system<|end_header_id|>\n\nBe brief.<|eot_id|>"
+                         "<|start_header_id|>user<|end_header_id|>\n\nHi<|eot_id|>"
+                         "<|start_header_id|>assistant<|end_header_id|>\n\n"));
+    QCOMPARE(tokenizer::renderLlama3Chat({{"user", "a"}, {"assistant", "b"}}, false),
+             std::string("<|begin_of_text|><|start_header_id|>user<|end_header_id|>\n\na<|eot_id|>"
+                         "<|start_header_id|>assistant<|end_header_id|>\n\nb<|eot_id|>"));
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, tokenizer::renderLlama3Chat({{"tool", "x"}}));
+    QCOMPARE(tokenizer::llama3StopWords(), (std::vector<std::string>{"<|eot_id|>", "<|eom_id|>"}));
   }
 
   void samplerIsSeededAndGreedyIsArgmax() {

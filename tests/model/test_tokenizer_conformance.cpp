@@ -19,6 +19,7 @@
 
 #include "core/tokenizer/bpe_tokenizer.h"
 #include "core/tokenizer/utf8.h"
+#include "tests/model/tiny_llama.h"
 
 namespace {
 
@@ -125,6 +126,8 @@ std::vector<std::string> generated(size_t count, unsigned seed) {
   return out;
 }
 
+bool tok_valid(const std::string& s) { return !s.empty() && crosslab::tokenizer::isValidUtf8(s); }
+
 }  // namespace
 
 class TestTokenizerConformance : public QObject {
@@ -176,6 +179,38 @@ class TestTokenizerConformance : public QObject {
       const auto ids = tok.encode(s, {false, true});
       QCOMPARE(tok.decode(ids), s);
     }
+  }
+
+  // Generation with the real tokenizer: streamed text == JSON text, a stop string ends the
+  // output before it, --chat wraps the prompt in the Llama 3 template.
+  void generateTextAndStopStrings() {
+    const QString dir = tmp_.filePath("gen");
+    crosslab::testing::TinyLlamaSpec spec;
+    spec.vocab = 128256;  // the real Llama 3 vocabulary size
+    spec.hidden = 32;
+    spec.heads = 2;
+    spec.kvHeads = 1;
+    spec.intermediate = 64;
+    crosslab::testing::writeTinyLlama(dir.toStdString(), spec);
+    QVERIFY(QFile::copy(modelDir_ + "/tokenizer.json", dir + "/tokenizer.json"));
+    const QStringList base{"generate", "--model", dir, "--prompt", "The quick brown fox", "--max-tokens", "40", "--ignore-eos"};
+    auto r = run(CROSSLAB_CLI, base + QStringList{"--json"});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const auto full = nlohmann::json::parse(r.out.toStdString());
+    const std::string text = full["text"];
+    QCOMPARE(full["completion_tokens"].get<int>(), 40);
+    r = run(CROSSLAB_CLI, base);  // streamed: the same text, then a newline
+    QCOMPARE(r.out.toStdString(), text + "\n");
+    // Stop on a piece from the middle of the text: the output ends right before it.
+    const size_t cut = text.size() / 2;
+    const std::string stop = text.substr(cut, 3);
+    QVERIFY(tok_valid(stop));
+    r = run(CROSSLAB_CLI, base + QStringList{"--json", "--stop", QString::fromStdString(stop)});
+    const auto stopped = nlohmann::json::parse(r.out.toStdString());
+    QCOMPARE(stopped["finish_reason"].get<std::string>(), std::string("stop"));
+    QCOMPARE(stopped["text"].get<std::string>(), text.substr(0, text.find(stop)));
+    r = run(CROSSLAB_CLI, {"generate", "--model", dir, "--prompt", "Hi", "--chat", "--max-tokens", "1", "--json"});
+    QCOMPARE(nlohmann::json::parse(r.out.toStdString())["prompt_tokens"].get<int>(), 11);  // bos, user header (3), "\n\n", Hi, eot, assistant header (3), "\n\n"
   }
 
   void specialTextIsPlainWithoutFlag() {

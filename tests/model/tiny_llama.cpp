@@ -131,7 +131,7 @@ void writeTinyLora(const std::string& dir, const TinyLlamaSpec& s, int r, double
       for (int ab = 0; ab < 2; ++ab) {
         const std::vector<int64_t> shape = ab == 0 ? std::vector<int64_t>{r, m.in} : std::vector<int64_t>{m.out, r};
         data.emplace_back(size_t(shape[0] * shape[1]));
-        for (auto& x : data.back()) x = 0.1f * normal(rng);
+        for (auto& x : data.back()) x = 0.05f * normal(rng);
         out.push_back({p + (ab == 0 ? ".lora_A.weight" : ".lora_B.weight"), model::DType::F32, shape, data.back().data(),
                        data.back().size() * 4});
       }
