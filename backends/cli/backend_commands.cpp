@@ -1,10 +1,13 @@
 #include "backends/cli/backend_commands.h"
 
+#include "backends/cli/venue_commands.h"
+
 namespace crosslab::backends {
 
 void addBackendCommands(std::vector<cli::Command>& commands) {
   // One line per command family, e.g. addBenchCommands(commands);
-  (void)commands;
+  addVenueCommands(commands);
+  addBoxCommands(commands);
 }
 
 }  // namespace crosslab::backends

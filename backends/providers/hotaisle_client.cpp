@@ -27,6 +27,11 @@ double numberOr(const nlohmann::json& j, const char* key, double fallback) {
   return (it != j.end() && it->is_number()) ? it->get<double>() : fallback;
 }
 
+std::string stringOr(const nlohmann::json& j, const char* key, const std::string& fallback) {
+  auto it = j.find(key);
+  return (it != j.end() && it->is_string()) ? *it->get_ptr<const std::string*>() : fallback;
+}
+
 std::string shortBody(const std::string& body) {
   std::string s = body.substr(0, 200);
   std::replace(s.begin(), s.end(), '\n', ' ');
@@ -102,9 +107,9 @@ HotAisleClient::Reply HotAisleClient::request(const char* method, const QString&
 std::vector<std::string> HotAisleClient::validateKey() {
   const auto j = nlohmann::json::parse(request("GET", "/user/", {}, {}).body, nullptr, false);
   std::vector<std::string> teams;
-  if (j.is_object() && j.contains("teams") && j["teams"].is_array())
-    for (const auto& t : j["teams"])
-      if (t.is_object() && t.contains("handle") && t["handle"].is_string()) teams.push_back(t["handle"]);
+  if (j.is_object() && j.contains("teams") && j.at("teams").is_array())
+    for (const auto& t : j.at("teams"))
+      if (t.is_object() && t.contains("handle") && t.at("handle").is_string()) teams.push_back(t.at("handle"));
   return teams;
 }
 
@@ -117,14 +122,14 @@ Offer HotAisleClient::parseOffer(const nlohmann::json& j) {
   Offer o;
   o.specs = j.value("Specs", nlohmann::json::object());
   const auto& s = o.specs;
-  if (s.contains("gpus") && s["gpus"].is_array() && !s["gpus"].empty()) {
-    const auto& g = s["gpus"][0];
-    o.gpuModel = g.value("model", std::string("?"));
-    for (const auto& gpu : s["gpus"]) o.gpuCount += intOr(gpu, "count", 0);
+  if (s.contains("gpus") && s.at("gpus").is_array() && !s.at("gpus").empty()) {
+    const auto& g = s.at("gpus").at(0);
+    o.gpuModel = stringOr(g, "model", "?");
+    for (const auto& gpu : s.at("gpus")) o.gpuCount += intOr(gpu, "count", 0);
   }
   o.vcpus = intOr(s, "cpu_cores", 0);
-  if (o.vcpus == 0 && s.contains("cpus") && s["cpus"].is_object())
-    o.vcpus = intOr(s["cpus"], "cores", 0) * std::max(1, intOr(s["cpus"], "count", 1));
+  if (o.vcpus == 0 && s.contains("cpus") && s.at("cpus").is_object())
+    o.vcpus = intOr(s.at("cpus"), "cores", 0) * std::max(1, intOr(s.at("cpus"), "count", 1));
   o.ramGb = numberOr(s, "ram_capacity", 0) / 1e9;
   o.diskGb = numberOr(s, "disk_capacity", 0) / 1e9;
   o.pricePerHour = numberOr(j, "OnDemandPrice", 0) / 100.0;  // US cents per VM-hour
@@ -148,18 +153,19 @@ Vm HotAisleClient::provision(const Offer& offer) {
   const auto j = nlohmann::json::parse(body, nullptr, false);
   if (!j.is_object() || !j.contains("name")) throw ProviderError("Hot Aisle's provision reply has no VM name", 200);
   Vm vm;
-  vm.name = j["name"].is_string() ? j["name"].get<std::string>() : j["name"].dump();
-  vm.ipAddress = j.value("ip_address", std::string());
-  vm.state = j.value("state", std::string("provisioning"));
+  const auto& name = j.at("name");
+  vm.name = name.is_string() ? name.get<std::string>() : name.dump();
+  vm.ipAddress = stringOr(j, "ip_address", "");
+  vm.state = stringOr(j, "state", "provisioning");
   return vm;
 }
 
 std::string HotAisleClient::state(const std::string& vmName) {
   const auto body = request("GET", teamPath("/virtual_machines/" + QString::fromStdString(vmName) + "/state/"), {}, {}).body;
   const auto j = nlohmann::json::parse(body, nullptr, false);
-  if (!j.is_object() || !j.contains("state") || !j["state"].is_string())
+  if (!j.is_object() || !j.contains("state") || !j.at("state").is_string())
     throw ProviderError("Hot Aisle's state reply has no state", 200);
-  return j["state"];
+  return j.at("state").get<std::string>();
 }
 
 void HotAisleClient::waitRunning(const std::string& vmName, int pollMs, int timeoutSeconds,

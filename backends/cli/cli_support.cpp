@@ -1,0 +1,61 @@
+#include "backends/cli/cli_support.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <stdexcept>
+
+#include "backends/lab_locations.h"
+
+namespace crosslab::backends {
+
+store::LabStore openVenueLab(const cli::Args& args) {
+  if (auto lab = args.value("--lab")) return store::LabStore::open(*lab);
+  const std::string home = (crosslabHome() + "/home").toStdString();
+  if (!store::LabStore::isLab(home)) return store::LabStore::create(home, "home");
+  return store::LabStore::open(home);
+}
+
+std::string apiKeyFrom(const cli::Args& args, const std::string& defaultVar) {
+  const std::string var = args.value("--api-key-env").value_or(defaultVar);
+  const char* key = std::getenv(var.c_str());
+  if (!key || !*key) throw std::runtime_error("no API key: set " + var + " (or name another variable with --api-key-env)");
+  return key;
+}
+
+providers::HotAisleOptions hotAisleOptions(const cli::Args& args) {
+  const std::string provider = args.value("--provider").value_or("hotaisle");
+  if (provider != "hotaisle") throw cli::UsageError("unknown provider '" + provider + "' (known: hotaisle)");
+  providers::HotAisleOptions o;
+  if (auto url = args.value("--api-url")) o.baseUrl = QString::fromStdString(*url);
+  if (auto team = args.value("--team")) o.team = QString::fromStdString(*team);
+  o.apiKey = QString::fromStdString(apiKeyFrom(args, "HOTAISLE_API_KEY"));
+  return o;
+}
+
+venues::BoxRow requireBox(venues::VenueStore& venues, const std::string& name) {
+  auto box = venues.activeBox(name);
+  if (!box) throw std::runtime_error("no box named '" + name + "' (see 'crosslab-cli box list')");
+  if (box->host.empty()) throw std::runtime_error("box '" + name + "' has no address yet (state " + box->state + ")");
+  return *box;
+}
+
+ssh::SshTarget sshTargetFor(const venues::BoxRow& box, const cli::Args& args) {
+  ssh::SshTarget t;
+  t.host = box.host;
+  t.port = box.port;
+  t.user = box.user;
+  t.keyFile = box.keyFile;
+  t.knownHosts = args.value("--known-hosts").value_or((crosslabHome() + "/known_hosts").toStdString());
+  t.acceptNew = args.has("--accept-new");
+  // Asked on the terminal when the key is encrypted; never stored or logged.
+  t.askPassphrase = [](const std::string& prompt) {
+    const char* answer = getpass((prompt + ": ").c_str());
+    return std::string(answer ? answer : "");
+  };
+  return t;
+}
+
+venues::SecretGuard secretGuard() { return venues::SecretGuard::fromEnvironment(); }
+
+}  // namespace crosslab::backends

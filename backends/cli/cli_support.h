@@ -1,0 +1,33 @@
+#pragma once
+// Shared plumbing for the venue, box and remote commands: which lab to record in, API
+// keys from the environment, SSH targets for recorded boxes, the secret guard.
+
+#include <memory>
+#include <string>
+
+#include "backends/providers/hotaisle_client.h"
+#include "backends/ssh/ssh_session.h"
+#include "core/cli/args.h"
+#include "core/store/lab_store.h"
+#include "core/venues/secret_guard.h"
+#include "core/venues/venue_store.h"
+
+namespace crosslab::backends {
+
+// --lab LAB, else the machine's home lab ($CROSSLAB_HOME/home), created on first use:
+// boxes and venues are per machine unless a lab is named.
+store::LabStore openVenueLab(const cli::Args& args);
+
+// The key from --api-key-env VAR (default HOTAISLE_API_KEY); throws when unset.
+std::string apiKeyFrom(const cli::Args& args, const std::string& defaultVar);
+providers::HotAisleOptions hotAisleOptions(const cli::Args& args);
+
+// The recorded box NAME (active life); throws a one-line reason when there is none.
+venues::BoxRow requireBox(venues::VenueStore& venues, const std::string& name);
+// --known-hosts FILE, else $CROSSLAB_HOME/known_hosts; --accept-new.
+ssh::SshTarget sshTargetFor(const venues::BoxRow& box, const cli::Args& args);
+
+// The guard every upload and remote command goes through.
+venues::SecretGuard secretGuard();
+
+}  // namespace crosslab::backends
