@@ -8,6 +8,8 @@ void addBackendCommands(std::vector<cli::Command>& commands) {
   // One line per command family, e.g. addBenchCommands(commands);
   addVenueCommands(commands);
   addBoxCommands(commands);
+  addRemoteCommands(commands);
+  addPreflightCommands(commands);
 }
 
 }  // namespace crosslab::backends

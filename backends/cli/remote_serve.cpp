@@ -1,0 +1,116 @@
+// crosslab-cli remote serve: launch vLLM / mlx_lm.server / crosslab serve on a box bound
+// to its 127.0.0.1, tunnel a local port to it, wait for /health, print the local URL.
+#include <nlohmann/json.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <csignal>
+#include <ostream>
+#include <sstream>
+#include <thread>
+
+#include "backends/cli/cli_support.h"
+#include "backends/cli/remote_steps.h"
+#include "backends/remote/health_probe.h"
+#include "backends/remote/remote_run.h"
+#include "backends/ssh/port_forward.h"
+#include "core/venues/serve_command.h"
+
+namespace crosslab::backends {
+namespace {
+
+std::atomic<bool> gStopServe{false};
+
+// "--adapters tuned=/runs/1/adapter,b=/x": ranks read from each adapter_config.json on the box.
+std::vector<venues::AdapterSpec> adaptersOnBox(const std::string& list, ssh::SshSession* session) {
+  std::vector<venues::AdapterSpec> out;
+  std::istringstream in(list);
+  for (std::string item; std::getline(in, item, ',');) {
+    const auto eq = item.find('=');
+    if (eq == std::string::npos || eq == 0) throw cli::UsageError("--adapters takes NAME=PATH[,NAME=PATH]");
+    venues::AdapterSpec a{item.substr(0, eq), item.substr(eq + 1), 16};
+    if (session) {
+      const auto r = session->run("cat " + ssh::shellQuote(a.path + "/adapter_config.json"));
+      if (r.status != 0) throw std::runtime_error("no adapter_config.json in " + a.path + " on the box");
+      a.rank = venues::adapterRankFromConfig(r.out);
+    }
+    out.push_back(a);
+  }
+  return out;
+}
+
+venues::ServeSpec specFrom(const cli::Args& args) {
+  venues::ServeSpec s;
+  s.engine = args.value("--engine").value_or("");
+  s.model = args.value("--model").value_or("");
+  if (s.engine.empty() || s.model.empty()) throw cli::UsageError("--engine and --model are required");
+  s.port = std::stoi(args.value("--port").value_or("8000"));
+  if (auto tp = args.value("--tp")) s.tensorParallel = std::stoi(*tp);
+  if (auto len = args.value("--max-model-len")) s.maxModelLen = std::stoi(*len);
+  s.enforceEager = args.has("--enforce-eager");
+  return s;
+}
+
+std::string tail(const std::string& text, size_t lines) {
+  size_t pos = text.size();
+  for (size_t n = 0; n <= lines && pos != std::string::npos && pos > 0; ++n) pos = text.rfind('\n', pos - 1);
+  return pos == std::string::npos ? text : text.substr(pos + 1);
+}
+
+}  // namespace
+
+int remoteServe(const cli::Args& args, cli::Context& ctx) {
+  args.expectPositionals(0, 0);
+  const auto boxName = args.value("--box");
+  if (!boxName) throw cli::UsageError("--box is required");
+  auto spec = specFrom(args);
+  if (args.has("--dry-run")) {
+    if (auto list = args.value("--adapters")) spec.adapters = adaptersOnBox(*list, nullptr);
+    ctx.out << venues::shellJoin(venues::serveArgv(spec)) << "\n";
+    return 0;
+  }
+  auto lab = openVenueLab(args);
+  venues::VenueStore store(lab);
+  const auto box = requireBox(store, *boxName);
+  ssh::SshSession session(sshTargetFor(box, args));
+  session.connect();
+  if (auto list = args.value("--adapters")) spec.adapters = adaptersOnBox(*list, &session);
+  const std::string command = args.value("--launcher").value_or(venues::shellJoin(venues::serveArgv(spec)));
+  ctx.err << "command: " << command << "\n";
+  secretGuard().checkText(command, "the serving command");
+
+  remote::RemoteRun server(session, args.value("--workdir").value_or("crosslab-serve"), "serve-events.jsonl");
+  server.launch(command);
+  store.touchBox(box.id, "run", "serve: " + command.substr(0, 200));
+  ssh::PortForward tunnel(sshTargetFor(box, args), std::stoi(args.value("--local-port").value_or("0")), "127.0.0.1",
+                          spec.port);
+  const int local = tunnel.start();
+  const QString base = QString("http://127.0.0.1:%1").arg(local);
+  std::string output;
+  const auto alive = [&] {
+    const auto p = server.poll();
+    output += p.output;
+    return p.alive && !p.exitStatus;
+  };
+  const int status = remote::waitForHealthy(base + "/health", std::stoi(args.value("--health-timeout").value_or("900")),
+                                            500, alive);
+  if (status != 200) {
+    server.kill();
+    throw std::runtime_error("the server never answered /health with 200 (last " + std::to_string(status) +
+                             "); its output ends: " + tail(output, 3));
+  }
+  ctx.out << nlohmann::json{{"url", (base + "/v1").toStdString()}, {"local_port", local}, {"box", box.name},
+                            {"engine", spec.engine}, {"command", command}}.dump()
+          << std::endl;
+  std::signal(SIGINT, [](int) { gStopServe = true; });
+  std::signal(SIGTERM, [](int) { gStopServe = true; });
+  const int seconds = std::stoi(args.value("--for").value_or("0"));
+  const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
+  while (!gStopServe && tunnel.running() && (seconds == 0 || std::chrono::steady_clock::now() < until))
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  tunnel.stop();
+  if (args.has("--stop-on-exit")) server.kill();
+  return 0;
+}
+
+}  // namespace crosslab::backends
