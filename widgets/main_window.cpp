@@ -23,6 +23,7 @@
 
 #include "backends/lab_session.h"
 #include "widgets/empty_state_panel.h"
+#include "widgets/venues_panel.h"
 #include "widgets/log_panel.h"
 #include "widgets/recent_labs.h"
 #include "widgets/theme.h"
@@ -115,7 +116,8 @@ void MainWindow::buildPanels() {
     titles_.push_back(spec.title);
     auto* item = new QListWidgetItem(spec.title, sidebar_);
     item->setSizeHint(QSize(0, 34));
-    stack_->addWidget(new EmptyStatePanel(spec, session_, stack_));
+    if (stack_->count() == Venues) stack_->addWidget(new VenuesPanel(session_, stack_));
+    else stack_->addWidget(new EmptyStatePanel(spec, session_, stack_));
   }
 }
 
