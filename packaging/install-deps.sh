@@ -13,7 +13,7 @@ packages=(
   libtorch-dev libopenblas0-openmp
   # store, JSON, logging, YAML, HTTP, SSH
   libsqlite3-dev sqlite3 nlohmann-json3-dev libspdlog-dev libfmt-dev
-  libyaml-cpp-dev libcpp-httplib-dev libssh-dev
+  libyaml-cpp-dev libcpp-httplib-dev libssh-dev libssl-dev
   # SSH tests run a real OpenSSH server on loopback
   openssh-server openssh-client
   # GUI under a virtual X server (screenshots, `make run` without a display)

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <fstream>
 #include <iomanip>
+#include <map>
 #include <ostream>
 #include <sstream>
 
@@ -46,10 +47,40 @@ std::vector<providers::Offer> sortedOffers(providers::HotAisleClient& client) {
   return offers;
 }
 
+// A live probe is a ladder rung per accelerator: offered now, cheapest VM, when.
+void recordProbe(const Args& args, const std::vector<providers::Offer>& offers) {
+  auto lab = openVenueLab(args);
+  venues::VenueStore store(lab);
+  std::map<std::string, std::vector<const providers::Offer*>> byGpu;
+  for (const auto& o : offers) byGpu[o.gpuModel].push_back(&o);
+  for (const auto& [gpu, list] : byGpu) {
+    venues::VenueRow row;
+    row.name = "hotaisle/" + gpu;
+    row.kind = "cloud";
+    row.provider = "hotaisle";
+    row.accelerator = gpu;
+    int onShelf = 0;
+    double cheapest = list.front()->pricePerHour, perGpu = list.front()->pricePerGpuHour();
+    for (const auto* o : list) {
+      onShelf += std::max(0, o->quantity);
+      cheapest = std::min(cheapest, o->pricePerHour);
+      perGpu = std::min(perGpu, o->pricePerGpuHour());
+    }
+    row.availability = "available";
+    row.pricePerHour = cheapest;
+    std::ostringstream notes;
+    notes << list.size() << " offer(s), " << onShelf << " VM(s) on the shelf, from $" << std::fixed
+          << std::setprecision(2) << perGpu << "/GPU-h; no spot (live probe)";
+    row.notes = notes.str();
+    store.recordLadder(row);
+  }
+}
+
 int venuesOffers(const Args& args, Context& ctx) {
   args.expectPositionals(0, 0);
   providers::HotAisleClient client(hotAisleOptions(args));
   const auto offers = sortedOffers(client);
+  recordProbe(args, offers);
   if (args.has("--json")) {
     nlohmann::json arr = nlohmann::json::array();
     for (size_t i = 0; i < offers.size(); ++i) {
@@ -225,6 +256,87 @@ int venuesList(const Args& args, Context& ctx) {
   return 0;
 }
 
+const std::vector<std::string> kAvailability = {"unknown",       "available", "not_offered", "not_available",
+                                                 "no_quota",      "capacity",  "busy",        "idle"};
+
+std::optional<double> optNumber(const Args& args, const char* name) {
+  auto v = args.value(name);
+  if (!v) return std::nullopt;
+  try {
+    return std::stod(*v);
+  } catch (const std::exception&) {
+    throw cli::UsageError(std::string(name) + " needs a number");
+  }
+}
+
+int venuesLadder(const Args& args, Context& ctx) {
+  args.expectPositionals(0, 0);
+  auto lab = openVenueLab(args);
+  venues::VenueStore store(lab);
+  const auto rows = store.venues();
+  if (args.has("--json")) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& v : rows)
+      arr.push_back({{"venue", v.name}, {"kind", v.kind}, {"provider", v.provider}, {"region", v.region},
+                     {"accelerator", v.accelerator}, {"availability", v.availability},
+                     {"price_per_hour", v.pricePerHour ? nlohmann::json(*v.pricePerHour) : nlohmann::json()},
+                     {"spot_price_per_hour", v.spotPricePerHour ? nlohmann::json(*v.spotPricePerHour) : nlohmann::json()},
+                     {"quota", v.quota}, {"probed_at", v.probedAt}, {"notes", v.notes}});
+    ctx.out << arr.dump() << "\n";
+    return 0;
+  }
+  for (const auto& v : rows)
+    ctx.out << std::left << std::setw(28) << v.name << std::setw(14) << v.availability << std::setw(22) << v.probedAt
+            << v.quota << (v.quota.empty() ? "" : "  ") << v.notes << "\n";
+  return 0;
+}
+
+int venuesLadderSet(const Args& args, Context& ctx) {
+  args.expectPositionals(1, 1);
+  venues::VenueRow row;
+  row.name = args.positional(0, "VENUE");
+  row.availability = args.value("--availability").value_or("");
+  if (std::find(kAvailability.begin(), kAvailability.end(), row.availability) == kAvailability.end())
+    throw cli::UsageError("--availability must be one of: unknown, available, not_offered, not_available, no_quota, "
+                          "capacity, busy, idle");
+  row.kind = args.value("--kind").value_or("cloud");
+  if (row.kind != "cloud" && row.kind != "ssh" && row.kind != "local") throw cli::UsageError("--kind: cloud, ssh or local");
+  row.provider = args.value("--provider").value_or("");
+  row.region = args.value("--region").value_or("");
+  row.accelerator = args.value("--accelerator").value_or("");
+  row.pricePerHour = optNumber(args, "--price");
+  row.spotPricePerHour = optNumber(args, "--spot");
+  row.quota = args.value("--quota").value_or("");
+  row.notes = args.value("--notes").value_or("");
+  row.probedAt = args.value("--at").value_or("");
+  if (!row.probedAt.empty() && !venues::parseUtc(row.probedAt)) throw cli::UsageError("--at takes an ISO-8601 UTC time");
+  auto lab = openVenueLab(args);
+  venues::VenueStore(lab).recordLadder(row);
+  ctx.out << "recorded " << row.name << ": " << row.availability << "\n";
+  return 0;
+}
+
+int venuesTimeline(const Args& args, Context& ctx) {
+  args.expectPositionals(1, 1);
+  const std::string venue = args.positional(0, "VENUE");
+  auto lab = openVenueLab(args);
+  venues::VenueStore store(lab);
+  if (auto milestone = args.value("--add")) store.addMilestone(venue, *milestone, args.value("--at").value_or(store::utcNow()));
+  const auto t = store.timeline(venue);
+  const auto s = venues::summarizeTimeline(t);
+  if (args.has("--json")) {
+    nlohmann::json arr = nlohmann::json::array();
+    for (const auto& m : t) arr.push_back({{"milestone", m.name}, {"at", venues::formatUtc(m.at)}});
+    ctx.out << nlohmann::json{{"venue", venue}, {"milestones", arr}, {"elapsed_s", s.elapsedSeconds},
+                              {"active_s", s.activeSeconds}}.dump()
+            << "\n";
+    return 0;
+  }
+  for (const auto& m : t) ctx.out << venues::formatUtc(m.at) << "  " << m.name << "\n";
+  ctx.out << "elapsed " << s.elapsedSeconds / 60 << " min, active human time " << s.activeSeconds / 60 << " min\n";
+  return 0;
+}
+
 }  // namespace
 
 void addVenueCommands(std::vector<cli::Command>& commands) {
@@ -251,6 +363,28 @@ void addVenueCommands(std::vector<cli::Command>& commands) {
                        {"--all", false, "include ended box lives"},
                        {"--json", false, "print JSON"}},
                       venuesList});
+  const cli::OptionSpec lab{"--lab", true, "lab (default $CROSSLAB_HOME/home)"};
+  commands.push_back({"venues ladder", "[--lab LAB] [--json]", "the availability ladder: what each venue offered, when",
+                      {lab, {"--json", false, "print JSON"}}, venuesLadder});
+  commands.push_back({"venues ladder set", "VENUE --availability A [--price USD] [--spot USD] [--quota TEXT] …",
+                      "record a manual ladder entry (a probe where no API exists)",
+                      {lab,
+                       {"--availability", true, "available, not_offered, not_available, no_quota, capacity, …"},
+                       {"--kind", true, "cloud (default), ssh or local"},
+                       {"--provider", true, "provider"},
+                       {"--region", true, "region"},
+                       {"--accelerator", true, "accelerator, e.g. MI300X"},
+                       {"--price", true, "on-demand USD per hour"},
+                       {"--spot", true, "spot USD per hour"},
+                       {"--quota", true, "quota figures as found"},
+                       {"--notes", true, "anything else"},
+                       {"--at", true, "when it was found (ISO-8601 UTC; default now)"}},
+                      venuesLadderSet});
+  commands.push_back({"venues timeline", "VENUE [--add MILESTONE [--at TIME]] [--json]",
+                      "account-to-silicon milestones with elapsed and active human time",
+                      {lab, {"--add", true, "record a milestone (account created, key minted, …)"},
+                       {"--at", true, "its time (ISO-8601 UTC; default now)"}, {"--json", false, "print JSON"}},
+                      venuesTimeline});
 }
 
 }  // namespace crosslab::backends

@@ -82,8 +82,22 @@ class TestRemoteCli : public QObject {
     // Recorded in the lab with its steps.
     r = cli({"lab", "info", home_.filePath("home"), "--json"});
     const auto counts = QJsonDocument::fromJson(r.out).object().value("counts").toObject();
-    QCOMPARE(counts.value("runs").toInt(), 1);
+    QCOMPARE(counts.value("runs").toInt(), 1);  // this is the first run of the suite
     QCOMPARE(counts.value("metrics").toInt(), 3);
+  }
+
+  void ourEngineRunsDetachedAndItsEventsAreFollowed() {
+    const QString wd = home_.filePath("box/run-crosslab"), fetched = home_.filePath("adapter-crosslab");
+    auto r = cli({"remote", "train", "--box", "loop", "--engine", "crosslab", "--recipe",
+                  recipe("rc.json", R"({"model": "/models/llama-3.1-8b", "lora_rank": 16})"), "--data",
+                  home_.filePath("data.json"), "--launcher", "sh " + QFINDTESTDATA("fake_crosslab_train.sh"),
+                  "--poll-ms", "50", "--workdir", wd, "--fetch", fetched, "--json"});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const auto res = QJsonDocument::fromJson(r.out).object();
+    QCOMPARE(res.value("status").toString(), QString("finished"));
+    QCOMPARE(res.value("last_step").toInt(), 2);
+    QVERIFY(QFile::exists(wd + "/recipe.json"));
+    QVERIFY(QFile::exists(fetched + "/adapter_model.safetensors"));
   }
 
   void rocmOomIsReportedAndExitsOne() {

@@ -71,6 +71,36 @@ class TestVenueCli : public QObject {
     QCOMPARE(arr[1].toObject().value("min_minutes").toInt(), 60);
   }
 
+  void offersAreALiveLadderProbeAndManualRungsJoinThem() {
+    QCOMPARE(cli(QStringList{"venues", "offers"} + provider()).code, 0);
+    auto r = cli({"venues", "ladder", "set", "azure/eastus/MI300X", "--availability", "no_quota", "--price", "48",
+                  "--spot", "8.87", "--quota", "MI300X family 0; spot 3 vCPU", "--at", "2026-01-01T00:00:00Z"});
+    QCOMPARE(r.code, 0);
+    QCOMPARE(cli({"venues", "ladder", "set", "x", "--availability", "maybe"}).code, 2);
+    r = cli({"venues", "ladder", "--json"});
+    QCOMPARE(r.code, 0);
+    QJsonObject hot, azure;
+    for (const auto& v : QJsonDocument::fromJson(r.out).array()) {
+      if (v.toObject().value("venue").toString() == "hotaisle/MI300X") hot = v.toObject();
+      if (v.toObject().value("venue").toString() == "azure/eastus/MI300X") azure = v.toObject();
+    }
+    QCOMPARE(hot.value("availability").toString(), QString("available"));
+    QCOMPARE(hot.value("price_per_hour").toDouble(), 2.99);
+    QVERIFY(!hot.value("probed_at").toString().isEmpty());
+    QCOMPARE(azure.value("availability").toString(), QString("no_quota"));
+    QCOMPARE(azure.value("spot_price_per_hour").toDouble(), 8.87);
+    QVERIFY(azure.value("quota").toString().contains("family 0"));
+
+    QCOMPARE(cli({"venues", "timeline", "hotaisle", "--add", "account created", "--at", "2026-01-01T00:45:14Z"}).code, 0);
+    QCOMPARE(cli({"venues", "timeline", "hotaisle", "--add", "key minted", "--at", "2026-01-01T22:30:00Z"}).code, 0);
+    QCOMPARE(cli({"venues", "timeline", "hotaisle", "--add", "first token", "--at", "2026-01-01T22:47:00Z"}).code, 0);
+    r = cli({"venues", "timeline", "hotaisle", "--json"});
+    const auto t = QJsonDocument::fromJson(r.out).object();
+    QCOMPARE(t.value("milestones").toArray().size(), 3);
+    QCOMPARE(t.value("active_s").toDouble(), 17 * 60.0);
+    QCOMPARE(cli({"venues", "timeline", "hotaisle", "--add", "x", "--at", "tuesday"}).code, 1);
+  }
+
   void rejectedKeyExitsOneAndSaysSo() {
     auto r = cli(QStringList{"venues", "offers"} + provider(), "not-the-key-123456");
     QCOMPARE(r.code, 1);
