@@ -76,11 +76,13 @@ void SshSession::connect() {
   impl_->session = s;
   long timeout = target_.timeoutSeconds;
   bool processConfig = false;  // ~/.ssh/config must not redirect where we connect
+  int noDelay = 1;             // SFTP is request/response: Nagle + delayed ACK costs ~40 ms per chunk
   ssh_options_set(s, SSH_OPTIONS_HOST, target_.host.c_str());
   ssh_options_set(s, SSH_OPTIONS_PORT, &target_.port);
   ssh_options_set(s, SSH_OPTIONS_USER, target_.user.c_str());
   ssh_options_set(s, SSH_OPTIONS_TIMEOUT, &timeout);
   ssh_options_set(s, SSH_OPTIONS_PROCESS_CONFIG, &processConfig);
+  ssh_options_set(s, SSH_OPTIONS_NODELAY, &noDelay);
   ssh_options_set(s, SSH_OPTIONS_GLOBAL_KNOWNHOSTS, "/dev/null");
   if (!target_.knownHosts.empty()) ssh_options_set(s, SSH_OPTIONS_KNOWNHOSTS, target_.knownHosts.c_str());
   if (ssh_connect(s) != SSH_OK) {
