@@ -160,6 +160,8 @@ void addRemoteCommands(std::vector<cli::Command>& commands) {
                        {"--tp", true, "--tensor-parallel-size"},
                        {"--max-model-len", true, "--max-model-len"},
                        {"--enforce-eager", false, "--enforce-eager (runtime LoRA on some stacks)"},
+                       {"--workers", true, "BOX[,BOX]: start a Ray cluster across these boxes (vLLM TP over boxes)"},
+                       {"--head-ip", true, "address the workers reach the head box at (default: its host)"},
                        {"--launcher", true, "shell line that replaces the generated command"},
                        {"--workdir", true, "folder on the box for serve.log (default crosslab-serve)"},
                        {"--health-timeout", true, "seconds to wait for /health (default 900)"},

@@ -59,19 +59,52 @@ std::string tail(const std::string& text, size_t lines) {
 
 }  // namespace
 
+std::vector<std::string> splitList(const std::string& list) {
+  std::vector<std::string> out;
+  std::istringstream in(list);
+  for (std::string item; std::getline(in, item, ',');)
+    if (!item.empty()) out.push_back(item);
+  return out;
+}
+
+// Starts Ray on the head box and every worker box (commands shown first) for vLLM's
+// Ray executor across boxes; `run` false only prints them.
+void startRay(const cli::Args& args, venues::VenueStore& store, const venues::BoxRow& head, bool run, std::ostream& out) {
+  const std::string headIp = args.value("--head-ip").value_or(head.host);
+  const auto headCmd = venues::shellJoin(venues::rayHeadArgv(headIp));
+  out << head.name << ": " << headCmd << "\n";
+  if (run) {
+    ssh::SshSession s(sshTargetFor(head, args));
+    const auto r = s.run(headCmd);
+    if (r.status != 0) throw std::runtime_error("ray head failed on " + head.name + ": " + r.err);
+  }
+  for (const auto& name : splitList(args.value("--workers").value_or(""))) {
+    const auto worker = requireBox(store, name);
+    const auto cmd = venues::shellJoin(venues::rayWorkerArgv(headIp));
+    out << worker.name << ": " << cmd << "\n";
+    if (!run) continue;
+    ssh::SshSession s(sshTargetFor(worker, args));
+    const auto r = s.run(cmd);
+    if (r.status != 0) throw std::runtime_error("ray worker failed on " + worker.name + ": " + r.err);
+  }
+}
+
 int remoteServe(const cli::Args& args, cli::Context& ctx) {
   args.expectPositionals(0, 0);
   const auto boxName = args.value("--box");
   if (!boxName) throw cli::UsageError("--box is required");
   auto spec = specFrom(args);
+  spec.ray = args.has("--workers");
+  auto lab = openVenueLab(args);
+  venues::VenueStore store(lab);
   if (args.has("--dry-run")) {
     if (auto list = args.value("--adapters")) spec.adapters = adaptersOnBox(*list, nullptr);
+    if (spec.ray) startRay(args, store, requireBox(store, *boxName), false, ctx.out);
     ctx.out << venues::shellJoin(venues::serveArgv(spec)) << "\n";
     return 0;
   }
-  auto lab = openVenueLab(args);
-  venues::VenueStore store(lab);
   const auto box = requireBox(store, *boxName);
+  if (spec.ray) startRay(args, store, box, true, ctx.err);
   ssh::SshSession session(sshTargetFor(box, args));
   session.connect();
   if (auto list = args.value("--adapters")) spec.adapters = adaptersOnBox(*list, &session);

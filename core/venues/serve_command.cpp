@@ -14,6 +14,7 @@ constexpr int kVllmLoraRanks[] = {1, 8, 16, 32, 64, 128, 256, 320, 512};
 void vllmFlags(const ServeSpec& s, std::vector<std::string>& a) {
   a.insert(a.end(), {"--host", "127.0.0.1", "--port", std::to_string(s.port)});
   if (s.tensorParallel > 1) a.insert(a.end(), {"--tensor-parallel-size", std::to_string(s.tensorParallel)});
+  if (s.ray) a.insert(a.end(), {"--distributed-executor-backend", "ray"});
   if (s.maxModelLen) a.insert(a.end(), {"--max-model-len", std::to_string(*s.maxModelLen)});
   if (s.enforceEager) a.push_back("--enforce-eager");
   if (s.gpuMemoryUtilization) a.insert(a.end(), {"--gpu-memory-utilization", std::to_string(*s.gpuMemoryUtilization)});
@@ -63,6 +64,14 @@ std::vector<std::string> serveArgv(const ServeSpec& s) {
     throw std::invalid_argument("unknown serving engine '" + s.engine + "' (vllm, vllm-docker, mlx, crosslab)");
   }
   return a;
+}
+
+std::vector<std::string> rayHeadArgv(const std::string& headIp, int port) {
+  return {"ray", "start", "--head", "--node-ip-address=" + headIp, "--port=" + std::to_string(port)};
+}
+
+std::vector<std::string> rayWorkerArgv(const std::string& headIp, int port) {
+  return {"ray", "start", "--address=" + headIp + ":" + std::to_string(port)};
 }
 
 std::string shellJoin(const std::vector<std::string>& argv) {

@@ -25,7 +25,13 @@ struct ServeSpec {
   bool enforceEager = false;
   std::optional<double> gpuMemoryUtilization;
   std::string image = "vllm/vllm-openai:latest";  // vllm-docker only (rocm/vllm:latest on AMD)
+  bool ray = false;  // tensor parallelism across boxes: vLLM's Ray executor over a started cluster
 };
+
+// A Ray cluster for vLLM across boxes (the lab's two-Spark TP=2): `ray start` on the
+// head, then on each worker pointing at it. Ray daemonizes itself.
+std::vector<std::string> rayHeadArgv(const std::string& headIp, int port = 6379);
+std::vector<std::string> rayWorkerArgv(const std::string& headIp, int port = 6379);
 
 // argv of the serving process.
 std::vector<std::string> serveArgv(const ServeSpec& spec);

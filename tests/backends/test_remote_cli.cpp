@@ -163,6 +163,21 @@ class TestRemoteCli : public QObject {
     QVERIFY(r.err.contains("never answered /health"));
   }
 
+  void rayAcrossBoxesIsShownBeforeItRuns() {
+    QCOMPARE(cli({"box", "add", "spark2", "--host", "10.0.0.2", "--user", "me"}).code, 0);
+    auto r = cli({"remote", "serve", "--box", "loop", "--engine", "vllm", "--model", "/m", "--tp", "2", "--workers",
+                  "spark2", "--head-ip", "10.0.0.1", "--enforce-eager", "--dry-run"});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const auto lines = r.out.trimmed().split('\n');
+    QCOMPARE(lines.size(), 3);
+    QCOMPARE(lines[0], QByteArray("loop: ray start --head --node-ip-address=10.0.0.1 --port=6379"));
+    QCOMPARE(lines[1], QByteArray("spark2: ray start --address=10.0.0.1:6379"));
+    QVERIFY(lines[2].contains("--tensor-parallel-size 2 --distributed-executor-backend ray"));
+    QVERIFY(lines[2].contains("--enforce-eager"));
+    QCOMPARE(cli({"remote", "serve", "--box", "loop", "--engine", "vllm", "--model", "/m", "--workers", "nobox",
+                  "--dry-run"}).code, 1);
+  }
+
   void preflightBlocksAnIncompleteModel() {
     const QString m = home_.filePath("model");
     writeFile(m + "/config.json", R"({"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000})");
