@@ -14,6 +14,8 @@ packages=(
   # store, JSON, logging, YAML, HTTP, SSH
   libsqlite3-dev sqlite3 nlohmann-json3-dev libspdlog-dev libfmt-dev
   libyaml-cpp-dev libcpp-httplib-dev libssh-dev libssl-dev
+  # API keys from the OS keyring (Secret Service / KWallet) where one runs
+  qtkeychain-qt6-dev
   # SSH tests run a real OpenSSH server on loopback
   openssh-server openssh-client
   # GUI under a virtual X server (screenshots, `make run` without a display)

@@ -25,6 +25,7 @@
 #include "backends/lab_locations.h"
 #include "backends/lab_session.h"
 #include "backends/providers/hotaisle_client.h"
+#include "backends/secrets/keyring.h"
 #include "backends/ssh/ssh_session.h"
 #include "core/store/lab_store.h"
 #include "core/venues/secret_guard.h"
@@ -311,26 +312,32 @@ void VenuesPanel::showTimeline(int ladderRow) {
 namespace {
 
 // Provider options from the form; the key is read from the named variable, never kept.
+// An empty key is looked up in the OS keyring by the worker (withKey), off the GUI thread.
 providers::HotAisleOptions providerOptions(const QString& url, const QString& team, const QString& keyVar) {
   providers::HotAisleOptions o;
   o.baseUrl = url;
   o.team = team;
   o.apiKey = qEnvironmentVariable(keyVar.toUtf8().constData());
-  if (o.apiKey.isEmpty()) throw std::runtime_error("no API key: set " + keyVar.toStdString() + " before starting crosslab");
+  return o;
+}
+
+// Worker side: the keyring when the environment had no key.
+providers::HotAisleOptions withKey(providers::HotAisleOptions o) {
+  if (!o.apiKey.isEmpty()) return o;
+  const auto r = secrets::readSecret(QStringLiteral("hotaisle-api-key"));
+  if (!r.ok)
+    throw std::runtime_error("no API key: set HOTAISLE_API_KEY before starting crosslab, or run "
+                             "'crosslab-cli secrets set hotaisle-api-key' (" + r.error.toStdString() + ")");
+  o.apiKey = r.value;
   return o;
 }
 
 }  // namespace
 
 void VenuesPanel::fetchOffers() {
-  providers::HotAisleOptions opt;
-  try {
-    opt = providerOptions(apiUrl_->text(), team_->text(), apiKeyEnv_->text());
-  } catch (const std::exception& e) {
-    return setStatus(QString::fromStdString(e.what()));
-  }
+  const providers::HotAisleOptions opt = providerOptions(apiUrl_->text(), team_->text(), apiKeyEnv_->text());
   auto result = std::make_shared<std::vector<providers::Offer>>();
-  startJob(tr("Fetching offers"), [opt, result](Job&) { *result = providers::HotAisleClient(opt).offers(); },
+  startJob(tr("Fetching offers"), [opt, result](Job&) { *result = providers::HotAisleClient(withKey(opt)).offers(); },
            [this, result](const QString& error) {
              if (error.isEmpty()) offers_->setOffers(*result);
            });
@@ -342,12 +349,7 @@ void VenuesPanel::provisionOffer(int viewRow) {
   const int src = offersProxy_->mapToSource(offersProxy_->index(viewRow, 0)).row();
   if (src < 0) return;
   const providers::Offer offer = offers_->offer(src);
-  providers::HotAisleOptions opt;
-  try {
-    opt = providerOptions(apiUrl_->text(), team_->text(), apiKeyEnv_->text());
-  } catch (const std::exception& e) {
-    return setStatus(QString::fromStdString(e.what()));
-  }
+  const providers::HotAisleOptions opt = providerOptions(apiUrl_->text(), team_->text(), apiKeyEnv_->text());
   const QString text = tr("Rent %1× %2 at %3/h?\n\nBilling starts now and is at least %4 minute(s) (%5), "
                           "and runs until you tear the box down.")
                            .arg(offer.gpuCount).arg(QString::fromStdString(offer.gpuModel)).arg(money(offer.pricePerHour))
@@ -358,7 +360,7 @@ void VenuesPanel::provisionOffer(int viewRow) {
   startJob(
       tr("Provisioning %1× %2").arg(offer.gpuCount).arg(QString::fromStdString(offer.gpuModel)),
       [this, opt, offer, vmName, pollMs](Job& job) {
-        providers::HotAisleClient client(opt);
+        providers::HotAisleClient client(withKey(opt));
         const auto vm = client.provision(offer);
         *vmName = vm.name;
         post([this, vm, offer, team = opt.team.toStdString()] {  // billing from here: record it now
@@ -412,15 +414,10 @@ void VenuesPanel::teardownBox(int row) {
     refresh();
   };
   if (r.box.providerVm.empty()) return finish({}, "removed");
-  providers::HotAisleOptions opt;
-  try {
-    opt = providerOptions(apiUrl_->text(), QString::fromStdString(r.box.team), apiKeyEnv_->text());
-  } catch (const std::exception& e) {
-    return setStatus(QString::fromStdString(e.what()));
-  }
+  const providers::HotAisleOptions opt = providerOptions(apiUrl_->text(), QString::fromStdString(r.box.team), apiKeyEnv_->text());
   auto gone = std::make_shared<bool>(false);
   startJob(tr("Tearing down %1").arg(name),
-           [opt, vm = r.box.providerVm, gone](Job&) { *gone = !providers::HotAisleClient(opt).remove(vm); },
+           [opt, vm = r.box.providerVm, gone](Job&) { *gone = !providers::HotAisleClient(withKey(opt)).remove(vm); },
            [finish, gone, this, name](const QString& error) {
              if (*gone) appendLog(name, tr("the VM was already gone\n"));
              finish(error, "deleted");

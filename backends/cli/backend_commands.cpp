@@ -10,6 +10,7 @@ void addBackendCommands(std::vector<cli::Command>& commands) {
   addBoxCommands(commands);
   addRemoteCommands(commands);
   addPreflightCommands(commands);
+  addSecretsCommands(commands);
 }
 
 }  // namespace crosslab::backends

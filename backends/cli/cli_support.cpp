@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "backends/lab_locations.h"
+#include "backends/secrets/keyring.h"
 
 namespace crosslab::backends {
 
@@ -16,11 +17,15 @@ store::LabStore openVenueLab(const cli::Args& args) {
   return store::LabStore::open(home);
 }
 
-std::string apiKeyFrom(const cli::Args& args, const std::string& defaultVar) {
+std::string apiKeyFrom(const cli::Args& args, const std::string& defaultVar, const std::string& keyringName) {
   const std::string var = args.value("--api-key-env").value_or(defaultVar);
-  const char* key = std::getenv(var.c_str());
-  if (!key || !*key) throw std::runtime_error("no API key: set " + var + " (or name another variable with --api-key-env)");
-  return key;
+  if (const char* key = std::getenv(var.c_str()); key && *key) return key;
+  if (args.has("--api-key-env")) throw std::runtime_error("no API key: " + var + " is not set");
+  // Not in the environment: the OS keyring, where one runs.
+  const auto r = secrets::readSecret(QString::fromStdString(keyringName));
+  if (r.ok) return r.value.toStdString();
+  throw std::runtime_error("no API key: set " + var + ", name a variable with --api-key-env, or store it with "
+                           "'crosslab-cli secrets set " + keyringName + "' (" + r.error.toStdString() + ")");
 }
 
 providers::HotAisleOptions hotAisleOptions(const cli::Args& args) {
@@ -29,7 +34,7 @@ providers::HotAisleOptions hotAisleOptions(const cli::Args& args) {
   providers::HotAisleOptions o;
   if (auto url = args.value("--api-url")) o.baseUrl = QString::fromStdString(*url);
   if (auto team = args.value("--team")) o.team = QString::fromStdString(*team);
-  o.apiKey = QString::fromStdString(apiKeyFrom(args, "HOTAISLE_API_KEY"));
+  o.apiKey = QString::fromStdString(apiKeyFrom(args, "HOTAISLE_API_KEY", "hotaisle-api-key"));
   return o;
 }
 
@@ -56,6 +61,12 @@ ssh::SshTarget sshTargetFor(const venues::BoxRow& box, const cli::Args& args) {
   return t;
 }
 
-venues::SecretGuard secretGuard() { return venues::SecretGuard::fromEnvironment(); }
+venues::SecretGuard secretGuard() {
+  auto guard = venues::SecretGuard::fromEnvironment();
+  // Keys kept in the keyring are secrets too, whether or not the environment has them.
+  for (const char* name : secrets::kKnownSecretNames)
+    if (auto r = secrets::readSecret(name, 2000); r.ok) guard.addSecret(name, r.value.toStdString());
+  return guard;
+}
 
 }  // namespace crosslab::backends

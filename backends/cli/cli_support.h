@@ -18,8 +18,9 @@ namespace crosslab::backends {
 // boxes and venues are per machine unless a lab is named.
 store::LabStore openVenueLab(const cli::Args& args);
 
-// The key from --api-key-env VAR (default HOTAISLE_API_KEY); throws when unset.
-std::string apiKeyFrom(const cli::Args& args, const std::string& defaultVar);
+// The key from --api-key-env VAR, else $defaultVar, else the keyring entry
+// `keyringName`; throws a one-line reason naming all three when none has it.
+std::string apiKeyFrom(const cli::Args& args, const std::string& defaultVar, const std::string& keyringName);
 providers::HotAisleOptions hotAisleOptions(const cli::Args& args);
 
 // The recorded box NAME (active life); throws a one-line reason when there is none.
@@ -27,7 +28,8 @@ venues::BoxRow requireBox(venues::VenueStore& venues, const std::string& name);
 // --known-hosts FILE, else $CROSSLAB_HOME/known_hosts; --accept-new.
 ssh::SshTarget sshTargetFor(const venues::BoxRow& box, const cli::Args& args);
 
-// The guard every upload and remote command goes through.
+// The guard every upload and remote command goes through: secret-looking environment
+// variables plus crosslab's keyring entries.
 venues::SecretGuard secretGuard();
 
 }  // namespace crosslab::backends

@@ -11,5 +11,6 @@ void addVenueCommands(std::vector<cli::Command>& commands);
 void addBoxCommands(std::vector<cli::Command>& commands);
 void addRemoteCommands(std::vector<cli::Command>& commands);
 void addPreflightCommands(std::vector<cli::Command>& commands);
+void addSecretsCommands(std::vector<cli::Command>& commands);
 
 }  // namespace crosslab::backends

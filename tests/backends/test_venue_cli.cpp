@@ -101,6 +101,26 @@ class TestVenueCli : public QObject {
     QCOMPARE(cli({"venues", "timeline", "hotaisle", "--add", "x", "--at", "tuesday"}).code, 1);
   }
 
+  void missingKeyNamesEveryPlaceToPutIt() {
+    QProcess p;
+    auto e = env();
+    e.remove("HOTAISLE_API_KEY");
+    e.remove("DBUS_SESSION_BUS_ADDRESS");  // no keyring service in this process either
+    p.setProcessEnvironment(e);
+    p.start(CROSSLAB_CLI, QStringList{"venues", "offers"} + provider());
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 1);
+    const QByteArray err = p.readAllStandardError();
+    QVERIFY2(err.contains("HOTAISLE_API_KEY") && err.contains("secrets set hotaisle-api-key"), err.constData());
+    auto r = cli(QStringList{"venues", "offers", "--api-key-env", "CROSSLAB_NO_SUCH_VAR"} + provider());
+    QCOMPARE(r.code, 1);
+    QVERIFY(r.err.contains("CROSSLAB_NO_SUCH_VAR is not set"));
+    p.start(CROSSLAB_CLI, {"secrets", "set", "hf-token"});
+    p.closeWriteChannel();  // empty stdin: nothing to store
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 1);
+  }
+
   void rejectedKeyExitsOneAndSaysSo() {
     auto r = cli(QStringList{"venues", "offers"} + provider(), "not-the-key-123456");
     QCOMPARE(r.code, 1);
