@@ -92,6 +92,7 @@ int boxExec(const Args& args, Context& ctx) {
   const auto box = requireBox(store, name);
   ssh::SshSession session(sshTargetFor(box, args));
   session.connect();
+  if (!box.providerVm.empty()) store.noteMilestoneOnce(box.venue, "ssh ready", box.provisionedAt);  // the ladder's timeline
   store.touchBox(box.id, "exec", command.substr(0, 200));
   const int status = session.exec(
       command, [&](const char* d, std::size_t n) { ctx.out.write(d, static_cast<std::streamsize>(n)).flush(); },

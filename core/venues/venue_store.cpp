@@ -200,3 +200,17 @@ std::vector<Milestone> VenueStore::timeline(const std::string& venue) {
 }
 
 }  // namespace crosslab::venues
+
+namespace crosslab::venues {
+
+bool VenueStore::noteMilestoneOnce(const std::string& venue, const std::string& milestone, const std::string& sinceIso) {
+  auto st = lab_.db().prepare(
+      "SELECT count(*) FROM timeline t JOIN venues v ON v.id = t.venue_id WHERE v.name = ? AND t.milestone = ? "
+      "AND t.at >= ?");
+  st.bind(1, venue).bind(2, milestone).bind(3, sinceIso);
+  if (st.step() && st.int64(0) > 0) return false;
+  addMilestone(venue, milestone, store::utcNow());
+  return true;
+}
+
+}  // namespace crosslab::venues

@@ -67,6 +67,9 @@ class VenueStore {
   void addMilestone(const std::string& venue, const std::string& milestone, const std::string& atIso,
                     const std::string& note = {});
   std::vector<Milestone> timeline(const std::string& venue);
+  // Records `milestone` now unless the venue already has it at or after `sinceIso`
+  // (once per box life: "ssh ready" on the first successful login). True when recorded.
+  bool noteMilestoneOnce(const std::string& venue, const std::string& milestone, const std::string& sinceIso);
 
   // Records activity on a box (resets the idle clock) without a run.
   void touchBox(std::int64_t boxId, const std::string& type, const std::string& message);

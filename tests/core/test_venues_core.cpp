@@ -163,6 +163,9 @@ class TestVenuesCore : public QObject {
     store.addMilestone("hotaisle", "ssh ready", "2026-11-29T10:02:20Z");
     QCOMPARE(summarizeTimeline(store.timeline("hotaisle")).activeSeconds, 140.0);
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, store.addMilestone("hotaisle", "x", "later"));
+    QVERIFY(store.noteMilestoneOnce("hotaisle", "first login", "2026-11-29T10:00:00Z"));
+    QVERIFY(!store.noteMilestoneOnce("hotaisle", "first login", "2026-11-29T10:00:00Z"));  // once per life
+    QCOMPARE(store.timeline("hotaisle").size(), size_t{3});
   }
 
   void llamaFactoryYamlHasTheDocumentedKeys() {
