@@ -44,9 +44,9 @@ venues::ServeSpec specFrom(const cli::Args& args) {
   s.engine = args.value("--engine").value_or("");
   s.model = args.value("--model").value_or("");
   if (s.engine.empty() || s.model.empty()) throw cli::UsageError("--engine and --model are required");
-  s.port = std::stoi(args.value("--port").value_or("8000"));
-  if (auto tp = args.value("--tp")) s.tensorParallel = std::stoi(*tp);
-  if (auto len = args.value("--max-model-len")) s.maxModelLen = std::stoi(*len);
+  s.port = intOption(args, "--port", 8000);
+  s.tensorParallel = intOption(args, "--tp", 1);
+  if (args.has("--max-model-len")) s.maxModelLen = intOption(args, "--max-model-len", 0);
   s.enforceEager = args.has("--enforce-eager");
   return s;
 }
@@ -95,6 +95,9 @@ int remoteServe(const cli::Args& args, cli::Context& ctx) {
   if (!boxName) throw cli::UsageError("--box is required");
   auto spec = specFrom(args);
   spec.ray = args.has("--workers");
+  const int seconds = intOption(args, "--for", 0);
+  const int healthTimeout = intOption(args, "--health-timeout", 900);
+  const int localPort = intOption(args, "--local-port", 0);
   auto lab = openVenueLab(args);
   venues::VenueStore store(lab);
   if (args.has("--dry-run")) {
@@ -115,7 +118,7 @@ int remoteServe(const cli::Args& args, cli::Context& ctx) {
   remote::RemoteRun server(session, args.value("--workdir").value_or("crosslab-serve"), "serve-events.jsonl");
   server.launch(command);
   store.touchBox(box.id, "run", "serve: " + command.substr(0, 200));
-  ssh::PortForward tunnel(sshTargetFor(box, args), std::stoi(args.value("--local-port").value_or("0")), "127.0.0.1",
+  ssh::PortForward tunnel(sshTargetFor(box, args), localPort, "127.0.0.1",
                           spec.port);
   const int local = tunnel.start();
   const QString base = QString("http://127.0.0.1:%1").arg(local);
@@ -125,7 +128,7 @@ int remoteServe(const cli::Args& args, cli::Context& ctx) {
     output += p.output;
     return p.alive && !p.exitStatus;
   };
-  const int status = remote::waitForHealthy(base + "/health", std::stoi(args.value("--health-timeout").value_or("900")),
+  const int status = remote::waitForHealthy(base + "/health", healthTimeout,
                                             500, alive);
   if (status != 200) {
     server.kill();
@@ -137,7 +140,6 @@ int remoteServe(const cli::Args& args, cli::Context& ctx) {
           << std::endl;
   std::signal(SIGINT, [](int) { gStopServe = true; });
   std::signal(SIGTERM, [](int) { gStopServe = true; });
-  const int seconds = std::stoi(args.value("--for").value_or("0"));
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
   while (!gStopServe && tunnel.running() && (seconds == 0 || std::chrono::steady_clock::now() < until))
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

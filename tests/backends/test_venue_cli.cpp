@@ -265,6 +265,9 @@ class TestVenueCli : public QObject {
     QCOMPARE(cli({"box", "exec", "loop"}).code, 2);
     QCOMPARE(cli({"box", "add", "x", "--host", "h"}).code, 2);
     QCOMPARE(cli({"box", "forward", "loop", "port", "80"}).code, 2);
+    auto r = cli({"box", "forward", "loop", "0", "80", "--for", "soon"});
+    QCOMPARE(r.code, 2);
+    QVERIFY(r.err.contains("--for needs a whole number"));
     QCOMPARE(cli({"box", "exec", "nosuchbox", "--", "true"}).code, 1);
   }
 
