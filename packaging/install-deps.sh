@@ -22,6 +22,8 @@ packages=(
   # (test_bench_metrics' numpy re-implementation of vLLM's formulas uses python3-numpy above)
   # eval: Unicode NFC + case mapping for quote checks, SHA-256 of eval sets (libcrypto)
   libutf8proc-dev libssl-dev
+  # API keys from the OS keyring (Secret Service / KWallet) where one runs
+  qtkeychain-qt6-dev
   # SSH tests run a real OpenSSH server on loopback
   openssh-server openssh-client
   # independent references in tests (Debian's python3, not a virtualenv)

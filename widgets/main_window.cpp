@@ -25,6 +25,7 @@
 #include "backends/lab_session.h"
 #include "widgets/benchmarks_panel.h"
 #include "widgets/empty_state_panel.h"
+#include "widgets/venues_panel.h"
 #include "widgets/log_panel.h"
 #include "widgets/review_panel.h"
 #include "widgets/recent_labs.h"
@@ -124,7 +125,9 @@ void MainWindow::buildPanels() {
     titles_.push_back(spec.title);
     auto* item = new QListWidgetItem(style()->standardIcon(icons[i++]), spec.title, sidebar_);
     item->setSizeHint(QSize(0, 34));
-    if (spec.title == tr("Training"))
+    if (spec.title == tr("Venues"))
+      stack_->addWidget(new VenuesPanel(session_, stack_));
+    else if (spec.title == tr("Training"))
       stack_->addWidget(new TrainingPanel(session_, stack_));
     else if (spec.title == tr("Benchmarks"))
       stack_->addWidget(new BenchmarksPanel(session_, stack_));

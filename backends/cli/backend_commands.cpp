@@ -1,6 +1,7 @@
 #include "backends/cli/backend_commands.h"
 
 #include "backends/bench/bench_command.h"
+#include "backends/cli/venue_commands.h"
 
 namespace crosslab::backends {
 
@@ -8,6 +9,11 @@ void addBackendCommands(std::vector<cli::Command>& commands) {
   // One line per command family.
   addBenchCommands(commands);
   addEvalBackendCommands(commands);
+  addVenueCommands(commands);
+  addBoxCommands(commands);
+  addRemoteCommands(commands);
+  addPreflightCommands(commands);
+  addSecretsCommands(commands);
 }
 
 }  // namespace crosslab::backends

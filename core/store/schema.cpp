@@ -167,12 +167,31 @@ CREATE TABLE settings (
 ) WITHOUT ROWID;
 )sql";
 
+// Schema 3 (venues): how to reach a box again (key file, the provider's VM name and
+// team), quota figures on the availability ladder, and the ladder's timeline
+// (account created, key minted, provision request, SSH ready, first token).
+constexpr std::string_view kSchema3 = R"sql(
+ALTER TABLE boxes ADD COLUMN key_file TEXT;
+ALTER TABLE boxes ADD COLUMN provider_vm TEXT;
+ALTER TABLE boxes ADD COLUMN team TEXT;
+ALTER TABLE venues ADD COLUMN quota TEXT;
+CREATE TABLE timeline (
+  id INTEGER PRIMARY KEY,
+  venue_id INTEGER NOT NULL REFERENCES venues(id) ON DELETE CASCADE,
+  milestone TEXT NOT NULL,
+  at TEXT NOT NULL,
+  note TEXT
+);
+CREATE INDEX timeline_venue ON timeline(venue_id, at);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
   static const std::vector<Migration> all = {
       {1, "lab tables", kSchema1},
       {2, "metrics.tokens_per_s, settings", kSchema2},
+      {3, "boxes.key_file/provider_vm/team, venues.quota, timeline", kSchema3},
   };
   return all;
 }
@@ -182,7 +201,7 @@ int currentSchemaVersion() { return migrations().back().version; }
 const std::vector<std::string_view>& labTables() {
   static const std::vector<std::string_view> tables = {
       "labs",    "venues",   "boxes",   "runs",   "metrics", "events",   "benchmarks",
-      "benchmark_levels", "samples", "verdicts", "ledger", "friction", "settings"};
+      "benchmark_levels", "samples", "verdicts", "ledger", "friction", "settings", "timeline"};
   return tables;
 }
 

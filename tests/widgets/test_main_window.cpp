@@ -14,6 +14,7 @@
 #include "backends/lab_session.h"
 #include "core/store/lab_store.h"
 #include "widgets/empty_state_panel.h"
+#include "widgets/venues_panel.h"
 #include "widgets/log_panel.h"
 #include "widgets/main_window.h"
 #include "widgets/recent_labs.h"
@@ -71,6 +72,10 @@ class TestMainWindow : public QObject {
       QTest::keyClick(&w, static_cast<Qt::Key>(Qt::Key_1 + i), Qt::ControlModifier);
       QCOMPARE(static_cast<int>(w.currentPanel()), i);
       QCOMPARE(stack->currentIndex(), i);
+      if (i == MainWindow::Venues) {  // the Venues capability has its real panel
+        QVERIFY(qobject_cast<crosslab::widgets::VenuesPanel*>(stack->currentWidget()));
+        continue;
+      }
       if (i == MainWindow::Review) {  // the real Review panel replaced its placeholder
         QVERIFY(qobject_cast<crosslab::widgets::ReviewPanel*>(stack->currentWidget()));
         continue;

@@ -1,0 +1,96 @@
+#include "backends/cli/cli_support.h"
+
+#include <unistd.h>
+
+#include <cstdlib>
+#include <stdexcept>
+
+#include "backends/lab_locations.h"
+#include "backends/secrets/keyring.h"
+
+namespace crosslab::backends {
+
+store::LabStore openVenueLab(const cli::Args& args) {
+  if (auto lab = args.value("--lab")) return store::LabStore::open(*lab);
+  const std::string home = (crosslabHome() + "/home").toStdString();
+  if (!store::LabStore::isLab(home)) return store::LabStore::create(home, "home");
+  return store::LabStore::open(home);
+}
+
+std::string apiKeyFrom(const cli::Args& args, const std::string& defaultVar, const std::string& keyringName) {
+  const std::string var = args.value("--api-key-env").value_or(defaultVar);
+  if (const char* key = std::getenv(var.c_str()); key && *key) return key;
+  if (args.has("--api-key-env")) throw std::runtime_error("no API key: " + var + " is not set");
+  // Not in the environment: the OS keyring, where one runs.
+  const auto r = secrets::readSecret(QString::fromStdString(keyringName));
+  if (r.ok) return r.value.toStdString();
+  throw std::runtime_error("no API key: set " + var + ", name a variable with --api-key-env, or store it with "
+                           "'crosslab-cli secrets set " + keyringName + "' (" + r.error.toStdString() + ")");
+}
+
+providers::HotAisleOptions hotAisleOptions(const cli::Args& args) {
+  const std::string provider = args.value("--provider").value_or("hotaisle");
+  if (provider != "hotaisle") throw cli::UsageError("unknown provider '" + provider + "' (known: hotaisle)");
+  providers::HotAisleOptions o;
+  if (auto url = args.value("--api-url")) o.baseUrl = QString::fromStdString(*url);
+  if (auto team = args.value("--team")) o.team = QString::fromStdString(*team);
+  o.apiKey = QString::fromStdString(apiKeyFrom(args, "HOTAISLE_API_KEY", "hotaisle-api-key"));
+  return o;
+}
+
+venues::BoxRow requireBox(venues::VenueStore& venues, const std::string& name) {
+  auto box = venues.activeBox(name);
+  if (!box) throw std::runtime_error("no box named '" + name + "' (see 'crosslab-cli box list')");
+  if (box->host.empty()) throw std::runtime_error("box '" + name + "' has no address yet (state " + box->state + ")");
+  return *box;
+}
+
+ssh::SshTarget sshTargetFor(const venues::BoxRow& box, const cli::Args& args) {
+  ssh::SshTarget t;
+  t.host = box.host;
+  t.port = box.port;
+  t.user = box.user;
+  t.keyFile = box.keyFile;
+  t.knownHosts = args.value("--known-hosts").value_or((crosslabHome() + "/known_hosts").toStdString());
+  t.acceptNew = args.has("--accept-new");
+  // Asked on the terminal when the key is encrypted; never stored or logged.
+  t.askPassphrase = [](const std::string& prompt) {
+    const char* answer = getpass((prompt + ": ").c_str());
+    return std::string(answer ? answer : "");
+  };
+  return t;
+}
+
+int intOption(const cli::Args& args, const char* name, int fallback) {
+  const auto v = args.value(name);
+  if (!v) return fallback;
+  size_t used = 0;
+  try {
+    const int n = std::stoi(*v, &used);
+    if (used == v->size()) return n;
+  } catch (const std::exception&) {
+  }
+  throw cli::UsageError(std::string(name) + " needs a whole number, not '" + *v + "'");
+}
+
+double doubleOption(const cli::Args& args, const char* name, double fallback) {
+  const auto v = args.value(name);
+  if (!v) return fallback;
+  size_t used = 0;
+  try {
+    const double d = std::stod(*v, &used);
+    if (used == v->size()) return d;
+  } catch (const std::exception&) {
+  }
+  throw cli::UsageError(std::string(name) + " needs a number, not '" + *v + "'");
+}
+
+venues::SecretGuard secretGuard() {
+  auto guard = venues::SecretGuard::fromEnvironment();
+  // Keys kept in the keyring are secrets too, whether or not the environment has them.
+  for (const char* name : secrets::kKnownSecretNames)
+    if (auto r = secrets::readSecret(name, 2000); r.ok) guard.addSecret(name, r.value.toStdString());
+  return guard;
+}
+
+}  // namespace crosslab::backends

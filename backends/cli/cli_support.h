@@ -1,0 +1,40 @@
+#pragma once
+// Shared plumbing for the venue, box and remote commands: which lab to record in, API
+// keys from the environment, SSH targets for recorded boxes, the secret guard.
+
+#include <memory>
+#include <string>
+
+#include "backends/providers/hotaisle_client.h"
+#include "backends/ssh/ssh_session.h"
+#include "core/cli/args.h"
+#include "core/store/lab_store.h"
+#include "core/venues/secret_guard.h"
+#include "core/venues/venue_store.h"
+
+namespace crosslab::backends {
+
+// --lab LAB, else the machine's home lab ($CROSSLAB_HOME/home), created on first use:
+// boxes and venues are per machine unless a lab is named.
+store::LabStore openVenueLab(const cli::Args& args);
+
+// The key from --api-key-env VAR, else $defaultVar, else the keyring entry
+// `keyringName`; throws a one-line reason naming all three when none has it.
+std::string apiKeyFrom(const cli::Args& args, const std::string& defaultVar, const std::string& keyringName);
+providers::HotAisleOptions hotAisleOptions(const cli::Args& args);
+
+// The recorded box NAME (active life); throws a one-line reason when there is none.
+venues::BoxRow requireBox(venues::VenueStore& venues, const std::string& name);
+// --known-hosts FILE, else $CROSSLAB_HOME/known_hosts; --accept-new.
+ssh::SshTarget sshTargetFor(const venues::BoxRow& box, const cli::Args& args);
+
+// A numeric option, or `fallback` when absent; UsageError (exit 2) naming the option
+// when it is not a number.
+int intOption(const cli::Args& args, const char* name, int fallback);
+double doubleOption(const cli::Args& args, const char* name, double fallback);
+
+// The guard every upload and remote command goes through: secret-looking environment
+// variables plus crosslab's keyring entries.
+venues::SecretGuard secretGuard();
+
+}  // namespace crosslab::backends

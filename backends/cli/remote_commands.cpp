@@ -1,0 +1,175 @@
+// crosslab-cli remote train|serve: run LLaMA-Factory, our own engine, vLLM or MLX on a
+// box. Generated files and command lines are shown before they run; everything that
+// leaves this machine passes the secret guard first.
+#include <nlohmann/json.hpp>
+
+#include <QTemporaryDir>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <iomanip>
+#include <ostream>
+#include <sstream>
+#include <thread>
+
+#include "backends/cli/cli_support.h"
+#include "backends/cli/remote_steps.h"
+#include "backends/cli/venue_commands.h"
+#include "backends/remote/remote_run.h"
+#include "core/venues/llamafactory_config.h"
+
+namespace fs = std::filesystem;
+
+namespace crosslab::backends {
+
+namespace {
+
+using cli::Args;
+using cli::Context;
+
+venues::LoraRecipe readRecipe(const std::string& file) {
+  std::ifstream in(file);
+  if (!in) throw std::runtime_error("cannot read recipe " + file);
+  const auto j = nlohmann::json::parse(in, nullptr, false);
+  if (j.is_discarded()) throw std::runtime_error(file + " is not JSON");
+  return venues::LoraRecipe::fromJson(j);
+}
+
+void writeFile(const fs::path& p, const std::string& text) {
+  fs::create_directories(p.parent_path());
+  std::ofstream out(p, std::ios::binary);
+  out << text;
+  if (!out) throw std::runtime_error("cannot write " + p.string());
+}
+
+// Writes the LLaMA-Factory inputs into `stage`; returns the launch command.
+std::string stageLlamaFactory(const venues::LoraRecipe& recipe, const fs::path& data, const fs::path& stage,
+                              const std::string& launcher) {
+  std::string ds;
+  if (recipe.deepspeed != "none") {
+    ds = recipe.deepspeed == "z3_offload" ? "ds_z3_offload_config.json" : "ds_z3_config.json";
+    writeFile(stage / ds, venues::deepspeedZero3(recipe.deepspeed == "z3_offload").dump(2) + "\n");
+  }
+  writeFile(stage / "train.yaml", venues::llamaFactoryTrainYaml(recipe, "data", ds));
+  writeFile(stage / "data" / "dataset_info.json", venues::llamaFactoryDatasetInfo(recipe).dump(2) + "\n");
+  fs::copy_file(data, stage / "data" / recipe.datasetFile, fs::copy_options::overwrite_existing);
+  const std::string prefix = recipe.gpus > 1 ? "FORCE_TORCHRUN=1 " : "";  // LLaMA-Factory's multi-GPU switch
+  return prefix + (launcher.empty() ? "llamafactory-cli" : launcher) + " train train.yaml";
+}
+
+// Writes our engine's inputs; the `crosslab-cli train` flags follow issue #4's trainer.
+std::string stageCrosslab(const venues::LoraRecipe& recipe, const fs::path& data, const fs::path& stage,
+                          const std::string& launcher) {
+  writeFile(stage / "recipe.json", recipe.toJson().dump(2) + "\n");
+  fs::create_directories(stage / "data");
+  fs::copy_file(data, stage / "data" / recipe.datasetFile, fs::copy_options::overwrite_existing);
+  return (launcher.empty() ? "crosslab-cli" : launcher) + " train recipe.json --data data/" + recipe.datasetFile +
+         " --out " + recipe.outputDir;
+}
+
+void uploadFolder(ssh::SshSession& session, const fs::path& stage, const std::string& workDir) {
+  const auto r = session.run("mkdir -p " + ssh::shellQuote(workDir));
+  if (r.status != 0) throw std::runtime_error("cannot create " + workDir + " on the box: " + r.err);
+  for (const auto& e : fs::recursive_directory_iterator(stage)) {
+    const std::string remote = workDir + "/" + fs::relative(e.path(), stage).string();
+    if (e.is_directory()) {
+      session.run("mkdir -p " + ssh::shellQuote(remote));
+      continue;
+    }
+    session.upload(e.path().string(), remote);
+  }
+}
+
+int remoteTrain(const Args& args, Context& ctx) {
+  args.expectPositionals(0, 0);
+  const std::string engine = args.value("--engine").value_or("");
+  if (engine != "llamafactory" && engine != "crosslab") throw cli::UsageError("--engine must be crosslab or llamafactory");
+  const auto boxName = args.value("--box");
+  const auto recipeFile = args.value("--recipe");
+  const auto dataFile = args.value("--data");
+  if (!boxName || !recipeFile || !dataFile) throw cli::UsageError("--box, --recipe and --data are required");
+  if (!fs::is_regular_file(*dataFile)) throw std::runtime_error("no data file at " + *dataFile);
+  const auto recipe = readRecipe(*recipeFile);
+
+  QTemporaryDir tmp;
+  const fs::path stage = tmp.path().toStdString();
+  const std::string launcher = args.value("--launcher").value_or("");
+  const std::string command = engine == "llamafactory" ? stageLlamaFactory(recipe, *dataFile, stage, launcher)
+                                                       : stageCrosslab(recipe, *dataFile, stage, launcher);
+  ctx.err << "command: " << command << "\n";
+  if (args.has("--dry-run")) {
+    for (const auto& e : fs::recursive_directory_iterator(stage))
+      if (e.is_regular_file()) ctx.out << fs::relative(e.path(), stage).string() << "\n";
+    ctx.out << command << "\n";
+    return 0;
+  }
+  const auto guard = secretGuard();
+  guard.checkPath(stage);
+  guard.checkText(command, "the launch command");
+
+  auto lab = openVenueLab(args);
+  venues::VenueStore store(lab);
+  const auto box = requireBox(store, *boxName);
+  ssh::SshSession session(sshTargetFor(box, args));
+  session.connect();
+  const std::string workDir = args.value("--workdir").value_or("crosslab-runs/" + store::utcNow());
+  uploadFolder(session, stage, workDir);
+  const std::string events = engine == "llamafactory" ? recipe.outputDir + "/trainer_log.jsonl"
+                                                      : recipe.outputDir + "/events.jsonl";
+  remote::RemoteRun run(session, workDir, events);
+  run.launch(command);
+  store.touchBox(box.id, "run", "remote train (" + engine + ") in " + workDir);
+  ctx.err << "launched in " << box.name << ":" << workDir << " (detached; a dropped connection does not stop it)\n";
+  followAndReport(args, ctx, session, run, box, lab, engine, recipe);
+  return 0;
+}
+
+}  // namespace
+
+void addRemoteCommands(std::vector<cli::Command>& commands) {
+  const cli::OptionSpec lab{"--lab", true, "lab with the box (default $CROSSLAB_HOME/home)"};
+  const cli::OptionSpec accept{"--accept-new", false, "trust an unknown host key"};
+  const cli::OptionSpec known{"--known-hosts", true, "known_hosts file"};
+  commands.push_back({"remote train",
+                      "--box NAME (--engine crosslab|llamafactory) --recipe FILE --data FILE [--workdir DIR] [--dry-run]",
+                      "train on a box, detached, with the dead-run watchdog on its log",
+                      {{"--box", true, "box to train on"},
+                       {"--engine", true, "crosslab or llamafactory"},
+                       {"--recipe", true, "recipe JSON (lora_rank, learning_rate, cutoff_len, deepspeed …)"},
+                       {"--data", true, "training set (LLaMA-Factory alpaca/sharegpt JSON)"},
+                       {"--workdir", true, "folder on the box (default crosslab-runs/<time>)"},
+                       {"--launcher", true, "program that replaces llamafactory-cli / crosslab-cli"},
+                       {"--poll-ms", true, "how often to read the run's log (default 5000)"},
+                       {"--stall-s", true, "call the run stalled after this much silence (default 60, adaptive)"},
+                       {"--keep-on-failure", false, "do not kill a run the watchdog declared dead"},
+                       {"--fetch", true, "local folder for the adapter when the run finishes"},
+                       {"--dry-run", false, "print the generated files and command; run nothing"},
+                       {"--json", false, "print the result as JSON"},
+                       lab, accept, known},
+                      remoteTrain});
+  commands.push_back({"remote serve",
+                      "--box NAME (--engine crosslab|vllm|vllm-docker|mlx) --model PATH [--adapters N=PATH,…] [--port P]",
+                      "start a server on a box, wait for /health through the tunnel, print its local URL",
+                      {{"--box", true, "box to serve on"},
+                       {"--engine", true, "crosslab, vllm, vllm-docker or mlx"},
+                       {"--model", true, "model path (or hub id) on the box"},
+                       {"--adapters", true, "NAME=PATH[,NAME=PATH] PEFT folders on the box"},
+                       {"--port", true, "server port on the box's 127.0.0.1 (default 8000)"},
+                       {"--local-port", true, "local end of the tunnel (default: any free port)"},
+                       {"--tp", true, "--tensor-parallel-size"},
+                       {"--max-model-len", true, "--max-model-len"},
+                       {"--enforce-eager", false, "--enforce-eager (runtime LoRA on some stacks)"},
+                       {"--workers", true, "BOX[,BOX]: start a Ray cluster across these boxes (vLLM TP over boxes)"},
+                       {"--head-ip", true, "address the workers reach the head box at (default: its host)"},
+                       {"--launcher", true, "shell line that replaces the generated command"},
+                       {"--workdir", true, "folder on the box for serve.log (default crosslab-serve)"},
+                       {"--health-timeout", true, "seconds to wait for /health (default 900)"},
+                       {"--for", true, "keep the tunnel this many seconds (default: until Ctrl-C)"},
+                       {"--stop-on-exit", false, "stop the server when the tunnel closes"},
+                       {"--dry-run", false, "print the command; run nothing"},
+                       lab, accept, known},
+                      remoteServe});
+}
+
+}  // namespace crosslab::backends

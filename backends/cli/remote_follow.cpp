@@ -1,0 +1,131 @@
+// Following a detached remote run: poll its log into the RunMonitor, record steps and
+// the verdict in the lab, stop a dead run so the meter does not pay for it, fetch the
+// adapter when it finished.
+#include <nlohmann/json.hpp>
+
+#include <chrono>
+#include <filesystem>
+#include <iomanip>
+#include <ostream>
+#include <thread>
+
+#include "backends/cli/cli_support.h"
+#include "backends/cli/remote_steps.h"
+#include "backends/remote/remote_run.h"
+#include "core/venues/lora_recipe.h"
+
+namespace crosslab::backends {
+namespace {
+
+constexpr int kMaxPollFailures = 12;  // consecutive; about a minute at the default poll
+
+const char* storeStatus(train::RunState s) {
+  switch (s) {
+    case train::RunState::Finished: return "finished";
+    case train::RunState::Stalled: return "stalled";
+    case train::RunState::Failed: return "failed";
+    default: return "running";
+  }
+}
+
+std::int64_t recordRun(store::LabStore& lab, const venues::BoxRow& box, const std::string& engine,
+                       const venues::LoraRecipe& recipe, const std::string& workDir) {
+  store::NewRun nr;
+  nr.name = "remote " + box.name + " " + store::utcNow();
+  nr.engine = engine;
+  nr.model = recipe.model;
+  nr.runDir = box.name + ":" + workDir;
+  nr.recipeJson = recipe.toJson().dump();
+  const auto id = lab.addRun(nr);
+  auto st = lab.db().prepare("UPDATE runs SET box_id = ?, venue_id = ?, started_at = ? WHERE id = ?");
+  st.bind(1, box.id).bind(2, box.venueId).bind(3, store::utcNow()).bind(4, id).run();
+  lab.setRunStatus(id, "running");
+  return id;
+}
+
+void recordSteps(store::LabStore& lab, std::int64_t runId, const train::RunMonitor& m, size_t& done) {
+  std::vector<store::MetricRow> rows;
+  for (; done < m.points().size(); ++done) {
+    const auto& p = m.points()[done];
+    if (!p.step || !p.loss) continue;  // eval and end lines carry no train loss
+    store::MetricRow r;
+    r.step = *p.step;
+    r.loss = p.loss;
+    r.lr = p.lr;
+    r.epoch = p.epoch;
+    r.wallSeconds = p.elapsedSeconds;
+    r.tokensPerSecond = p.throughput;
+    r.tokens = p.totalTokens;
+    rows.push_back(r);
+  }
+  if (!rows.empty()) lab.appendMetrics(runId, rows);
+}
+
+void fetchAdapter(ssh::SshSession& session, const std::string& remoteDir, const std::string& localDir,
+                  std::ostream& err) {
+  std::filesystem::create_directories(localDir);
+  for (const char* f : {"adapter_config.json", "adapter_model.safetensors"}) {
+    session.download(remoteDir + "/" + f, localDir + "/" + f);
+    err << "fetched " << f << " -> " << localDir << "\n";
+  }
+}
+
+}  // namespace
+
+void followAndReport(const cli::Args& args, cli::Context& ctx, ssh::SshSession& session, remote::RemoteRun& run,
+                     const venues::BoxRow& box, store::LabStore& lab, const std::string& engine,
+                     const venues::LoraRecipe& recipe) {
+  train::RunMonitorOptions opt;
+  opt.stallFloorSeconds = doubleOption(args, "--stall-s", 60);
+  train::RunMonitor monitor(opt);
+  const int pollMs = intOption(args, "--poll-ms", 5000);
+  const auto runId = recordRun(lab, box, engine, recipe, run.workDir());
+  size_t recorded = 0;
+  std::int64_t shownStep = -1;
+  for (int failures = 0;;) {
+    remote::RemotePoll p;
+    try {
+      p = run.poll();
+      failures = 0;
+    } catch (const ssh::SshError& e) {
+      // The run is detached: a dropped link only pauses the watch. Reconnect and go on.
+      if (++failures >= kMaxPollFailures) throw;
+      ctx.err << "lost the box (" << e.what() << "); retrying\n";
+      session.disconnect();
+      std::this_thread::sleep_for(std::chrono::milliseconds(pollMs));
+      continue;
+    }
+    const bool over = run.feed(monitor, p);
+    recordSteps(lab, runId, monitor, recorded);
+    if (auto last = monitor.lastStep(); last && *last->step != shownStep) {
+      shownStep = *last->step;
+      ctx.err << "step " << shownStep << "/" << last->totalSteps.value_or(0);
+      if (last->loss) ctx.err << "  loss " << *last->loss;
+      ctx.err << "\n";
+    }
+    if (over) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(pollMs));
+  }
+
+  const auto state = monitor.state();
+  lab.setRunStatus(runId, storeStatus(state), monitor.reason());
+  const bool finished = state == train::RunState::Finished;
+  if (!finished && !args.has("--keep-on-failure")) run.kill();  // stop paying for a dead run
+  if (finished && args.has("--fetch"))
+    fetchAdapter(session, run.workDir() + "/" + recipe.outputDir, *args.value("--fetch"), ctx.err);
+  const auto last = monitor.lastStep();
+  nlohmann::json result = {{"status", storeStatus(state)},
+                           {"reason", monitor.reason()},
+                           {"run_id", runId},
+                           {"box", box.name},
+                           {"work_dir", run.workDir()},
+                           {"last_step", last ? *last->step : -1},
+                           {"total_steps", last && last->totalSteps ? *last->totalSteps : -1},
+                           {"cost_while_dead_usd", monitor.costWhileDead(box.pricePerHour.value_or(0))},
+                           {"last_lines", monitor.lastLines()}};
+  if (args.has("--json")) ctx.out << result.dump() << "\n";
+  else ctx.out << result["status"].get<std::string>() << ": " << monitor.reason() << "\n";
+  if (!finished) throw std::runtime_error("remote run " + std::string(storeStatus(state)) + ": " + monitor.reason());
+}
+
+}  // namespace crosslab::backends

@@ -1,0 +1,27 @@
+#pragma once
+// crosslab's API keys and tokens in the OS keyring (Secret Service / KWallet through
+// qtkeychain) where one runs. Synchronous with a timeout: call from the CLI or a worker
+// thread. A headless box without a keyring gets a one-line reason, never a hang. Values
+// are never logged.
+
+#include <QString>
+#include <optional>
+
+namespace crosslab::secrets {
+
+struct KeyringReply {
+  bool ok = false;
+  QString value;  // read: the secret
+  QString error;  // why not, one line
+};
+
+// Whether this build has keyring support at all (qtkeychain found at configure time).
+bool keyringCompiledIn();
+KeyringReply readSecret(const QString& name, int timeoutMs = 5000);
+KeyringReply writeSecret(const QString& name, const QString& value, int timeoutMs = 5000);
+KeyringReply forgetSecret(const QString& name, int timeoutMs = 5000);
+
+// The names crosslab keeps there: "hotaisle-api-key", "hf-token".
+const char* const kKnownSecretNames[] = {"hotaisle-api-key", "hf-token"};
+
+}  // namespace crosslab::secrets

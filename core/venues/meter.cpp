@@ -1,0 +1,51 @@
+#include "core/venues/meter.h"
+
+#include <algorithm>
+#include <cstdio>
+#include <ctime>
+
+namespace crosslab::venues {
+
+std::optional<double> parseUtc(const std::string& iso) {
+  std::tm tm{};
+  int consumed = 0;
+  if (std::sscanf(iso.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
+                  &tm.tm_min, &tm.tm_sec, &consumed) != 6)
+    return std::nullopt;
+  const std::string rest = iso.substr(static_cast<size_t>(consumed));
+  if (!(rest.empty() || rest == "Z" || rest == "+00:00")) return std::nullopt;
+  tm.tm_year -= 1900;
+  tm.tm_mon -= 1;
+  return static_cast<double>(timegm(&tm));
+}
+
+std::string formatUtc(double epochSeconds) {
+  const std::time_t t = static_cast<std::time_t>(epochSeconds);
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+MeterReading meterReading(double pricePerHour, int minMinutes, double startEpoch, double endEpoch) {
+  MeterReading r;
+  r.elapsedHours = std::max(0.0, endEpoch - startEpoch) / 3600.0;
+  r.billedHours = std::max(r.elapsedHours, std::max(0, minMinutes) / 60.0);
+  r.usd = pricePerHour * r.billedHours;
+  return r;
+}
+
+TimelineSummary summarizeTimeline(std::vector<Milestone> milestones, double idleGapSeconds) {
+  TimelineSummary s;
+  if (milestones.size() < 2) return s;
+  std::sort(milestones.begin(), milestones.end(), [](const Milestone& a, const Milestone& b) { return a.at < b.at; });
+  s.elapsedSeconds = milestones.back().at - milestones.front().at;
+  for (size_t i = 1; i < milestones.size(); ++i) {
+    const double gap = milestones[i].at - milestones[i - 1].at;
+    if (gap < idleGapSeconds) s.activeSeconds += gap;
+  }
+  return s;
+}
+
+}  // namespace crosslab::venues

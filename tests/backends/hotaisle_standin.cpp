@@ -1,0 +1,99 @@
+#include "hotaisle_standin.h"
+
+#include <nlohmann/json.hpp>
+
+namespace {
+
+// Two shelf offers shaped like the seed lab's: 1x MI300X $2.99/h 1-minute minimum,
+// 2x MI300X $5.98/h 60-minute minimum. Capacities are bytes, price is US cents.
+nlohmann::json offers() {
+  auto specs = [](int gpus, int cores, double ramGiB) {
+    return nlohmann::json{{"cpu_cores", cores},
+                          {"ram_capacity", ramGiB * 1e9},
+                          {"disk_capacity", 12e12},
+                          {"cpus", {{"count", 1}, {"manufacturer", "Intel"}, {"model", "Xeon 8462Y+"}, {"cores", cores}, {"frequency", 2800000000}}},
+                          {"gpus", {{{"count", gpus}, {"manufacturer", "AMD"}, {"model", "MI300X"}}}}};
+  };
+  return nlohmann::json::array({
+      {{"Specs", specs(2, 26, 448)}, {"OnDemandPrice", 598}, {"Quantity", 1}, {"MinimumReservationMinutes", 60}},
+      {{"Specs", specs(1, 8, 224)}, {"OnDemandPrice", 299}, {"Quantity", 3}, {"MinimumReservationMinutes", 1}},
+  });
+}
+
+void json(httplib::Response& res, int status, const nlohmann::json& body) {
+  res.status = status;
+  res.set_content(body.dump(), "application/json");
+}
+
+}  // namespace
+
+HotAisleStandin::HotAisleStandin() {
+  auto& s = http_.server();
+  s.Get("/api/user/", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!gate(req, res)) return;
+    json(res, 200, {{"username", "tester"}, {"teams", {{{"handle", kTeam}}}}});
+  });
+  s.Post("/api/user/ssh_keys/", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!gate(req, res)) return;
+    const auto j = nlohmann::json::parse(req.body, nullptr, false);
+    if (!j.is_object() || !j.contains("authorized_key")) return json(res, 400, {{"detail", "authorized_key required"}});
+    std::lock_guard<std::mutex> lock(mutex_);
+    const bool added = keys_.insert(j["authorized_key"].get<std::string>()).second;
+    json(res, added ? 201 : 409, {{"detail", added ? "created" : "already exists"}});
+  });
+  const std::string team = std::string("/api/teams/") + kTeam;
+  s.Get(team + "/virtual_machines/available/", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!gate(req, res)) return;
+    json(res, 200, offers());
+  });
+  s.Post(team + "/virtual_machines/", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!gate(req, res)) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    lastProvision_ = req.body;
+    const auto j = nlohmann::json::parse(req.body, nullptr, false);
+    if (!j.is_object() || !j.contains("gpus")) return json(res, 400, {{"detail", "Specs required"}});
+    const std::string name = "vm-" + std::to_string(nextVm_++);
+    vms_[name] = 0;
+    json(res, 201, {{"name", name}, {"ip_address", ipAddress}});
+  });
+  s.Get(team + R"(/virtual_machines/([^/]+)/state/)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!gate(req, res)) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    auto it = vms_.find(req.matches[1]);
+    if (it == vms_.end()) return json(res, 404, {{"detail", "Not found."}});
+    const int polls = ++it->second;
+    json(res, 200, {{"state", polls > pollsUntilRunning ? "running" : "provisioning"}});
+  });
+  s.Delete(team + R"(/virtual_machines/([^/]+)/)", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!gate(req, res)) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (vms_.erase(req.matches[1]) == 0) return json(res, 404, {{"detail", "Not found."}});
+    res.status = 204;
+  });
+}
+
+bool HotAisleStandin::gate(const httplib::Request& req, httplib::Response& res) {
+  ++requests_;
+  if (req.body.find(kKey) != std::string::npos) sawKeyInBody_ = true;
+  if (failures_ > 0) {
+    --failures_;
+    res.set_header("Retry-After", "0");
+    json(res, failStatus_, {{"detail", "try again"}});
+    return false;
+  }
+  const std::string auth = req.get_header_value("Authorization");
+  if (auth == std::string("Token ") + kNoPermissionKey && req.method != "GET") {
+    json(res, 403, {{"detail", "You do not have permission to perform this action."}});
+    return false;
+  }
+  if (auth != std::string("Token ") + kKey && auth != std::string("Token ") + kNoPermissionKey) {
+    json(res, 401, {{"detail", "Invalid token."}});
+    return false;
+  }
+  return true;
+}
+
+std::string HotAisleStandin::lastProvisionBody() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return lastProvision_;
+}

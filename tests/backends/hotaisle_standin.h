@@ -1,0 +1,49 @@
+#pragma once
+// A local stand-in for Hot Aisle's REST API (interfaces.md), on 127.0.0.1: Token auth
+// (401 bad key, 403 key without permission), SSH key registration (409 the second
+// time), offers with OnDemandPrice cents, provision, state that turns "running" after a
+// few polls, delete (404 when gone), and injectable 429/503 failures for retry tests.
+// The real service cannot be reached from tests; this speaks its documented interface.
+
+#include <atomic>
+#include <map>
+#include <mutex>
+#include <set>
+#include <string>
+
+#include "http_standin.h"
+
+class HotAisleStandin {
+ public:
+  static constexpr const char* kKey = "ha-test-key-0123456789";
+  static constexpr const char* kNoPermissionKey = "ha-readonly-key-0123456789";
+  static constexpr const char* kTeam = "lab";
+
+  HotAisleStandin();
+  int start() { return http_.start(); }
+  std::string baseUrl() const { return "http://127.0.0.1:" + std::to_string(http_.port()) + "/api"; }
+
+  // The next `n` requests fail with `status` (429 or 5xx) before being handled.
+  void failNext(int n, int status) {
+    failures_ = n;
+    failStatus_ = status;
+  }
+  int requests() const { return requests_.load(); }
+  int pollsUntilRunning = 2;
+  std::string ipAddress = "127.0.0.1";
+  std::string lastProvisionBody();
+  bool sawKeyInBody() const { return sawKeyInBody_.load(); }
+
+ private:
+  bool gate(const httplib::Request& req, httplib::Response& res);
+  HttpStandin http_;
+  std::atomic<int> requests_{0};
+  std::atomic<int> failures_{0};
+  int failStatus_ = 503;
+  std::mutex mutex_;
+  std::set<std::string> keys_;
+  std::map<std::string, int> vms_;  // name -> state polls so far
+  int nextVm_ = 1;
+  std::string lastProvision_;
+  std::atomic<bool> sawKeyInBody_{false};
+};

@@ -1,0 +1,219 @@
+// crosslab-cli remote train / remote serve / preflight as a user runs them, against a
+// real sshd on loopback; LLaMA-Factory and vLLM are replaced by stand-ins (they cannot
+// run here) that speak their file formats and HTTP semantics.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QtTest>
+
+#include "http_standin.h"
+#include "sshd_fixture.h"
+
+namespace {
+
+struct Result {
+  int code;
+  QByteArray out;
+  QByteArray err;
+};
+
+void writeFile(const QString& path, const QByteArray& data) {
+  QDir().mkpath(QFileInfo(path).path());
+  QFile f(path);
+  if (f.open(QIODevice::WriteOnly)) f.write(data);
+}
+
+}  // namespace
+
+class TestRemoteCli : public QObject {
+  Q_OBJECT
+  QTemporaryDir home_;
+  SshdFixture sshd_;
+
+  Result cli(const QStringList& args) {
+    QProcess p;
+    auto e = QProcessEnvironment::systemEnvironment();
+    e.insert("CROSSLAB_HOME", home_.path());
+    e.insert("HF_TOKEN", "hf_PLANTEDtokenPLANTEDtokenPLANTED1234");
+    p.setProcessEnvironment(e);
+    p.start(CROSSLAB_CLI, args);
+    if (!p.waitForFinished(120000)) return {-1, {}, "timeout"};
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, p.readAllStandardOutput(),
+            p.readAllStandardError()};
+  }
+
+  QString recipe(const QString& name, const QByteArray& json) {
+    const QString path = home_.filePath(name);
+    writeFile(path, json);
+    return path;
+  }
+
+  QStringList train(const QString& mode, const QString& workdir) {
+    return {"remote", "train", "--box", "loop", "--engine", "llamafactory", "--recipe",
+            recipe("r.json", R"({"model": "/models/llama-3.1-8b", "lora_rank": 16})"), "--data", home_.filePath("data.json"),
+            "--launcher", "sh " + QFINDTESTDATA("fake_llamafactory.sh") + " " + mode, "--poll-ms", "50", "--workdir",
+            workdir, "--json"};
+  }
+
+ private slots:
+  void initTestCase() {
+    QString why;
+    QVERIFY2(sshd_.start(&why), qPrintable(why));
+    writeFile(home_.filePath("data.json"), R"([{"instruction": "q", "input": "", "output": "a"}])");
+    auto r = cli({"box", "add", "loop", "--host", "127.0.0.1", "--port", QString::number(sshd_.port()), "--user",
+                  sshd_.user(), "--key", sshd_.userKey()});
+    QCOMPARE(r.code, 0);
+    QCOMPARE(cli({"box", "exec", "loop", "--accept-new", "--", "true"}).code, 0);  // trust the loopback key once
+  }
+
+  void llamaFactoryRunFinishesAndFetchesTheAdapter() {
+    const QString wd = home_.filePath("box/run-ok"), fetched = home_.filePath("adapter");
+    auto r = cli(train("ok", wd) + QStringList{"--fetch", fetched});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const auto res = QJsonDocument::fromJson(r.out).object();
+    QCOMPARE(res.value("status").toString(), QString("finished"));
+    QCOMPARE(res.value("last_step").toInt(), 3);
+    QVERIFY(QFile::exists(wd + "/train.yaml"));
+    QVERIFY(QFile::exists(wd + "/data/dataset_info.json"));
+    QVERIFY(QFile::exists(wd + "/data/train.json"));
+    QVERIFY(QFile::exists(fetched + "/adapter_config.json"));
+    QVERIFY(QFile::exists(fetched + "/adapter_model.safetensors"));
+    // Recorded in the lab with its steps.
+    r = cli({"lab", "info", home_.filePath("home"), "--json"});
+    const auto counts = QJsonDocument::fromJson(r.out).object().value("counts").toObject();
+    QCOMPARE(counts.value("runs").toInt(), 1);  // this is the first run of the suite
+    QCOMPARE(counts.value("metrics").toInt(), 3);
+  }
+
+  void ourEngineRunsDetachedAndItsEventsAreFollowed() {
+    const QString wd = home_.filePath("box/run-crosslab"), fetched = home_.filePath("adapter-crosslab");
+    auto r = cli({"remote", "train", "--box", "loop", "--engine", "crosslab", "--recipe",
+                  recipe("rc.json", R"({"model": "/models/llama-3.1-8b", "lora_rank": 16})"), "--data",
+                  home_.filePath("data.json"), "--launcher", "sh " + QFINDTESTDATA("fake_crosslab_train.sh"),
+                  "--poll-ms", "50", "--workdir", wd, "--fetch", fetched, "--json"});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const auto res = QJsonDocument::fromJson(r.out).object();
+    QCOMPARE(res.value("status").toString(), QString("finished"));
+    QCOMPARE(res.value("last_step").toInt(), 2);
+    QVERIFY(QFile::exists(wd + "/recipe.json"));
+    QVERIFY(QFile::exists(fetched + "/adapter_model.safetensors"));
+  }
+
+  void rocmOomIsReportedAndExitsOne() {
+    auto r = cli(train("oom_rocm", home_.filePath("box/run-oom")));
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("GPU out of memory (ROCm)"), r.err.constData());
+    QCOMPARE(QJsonDocument::fromJson(r.out).object().value("status").toString(), QString("failed"));
+  }
+
+  void dryRunShowsZero3OffloadFilesAndCommand() {
+    const QString rf = recipe("r70.json", R"({"model": "/models/llama-70b", "deepspeed": "z3_offload", "gpus": 2})");
+    auto r = cli({"remote", "train", "--box", "loop", "--engine", "llamafactory", "--recipe", rf, "--data",
+                  home_.filePath("data.json"), "--dry-run"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(r.out.contains("ds_z3_offload_config.json"));
+    QVERIFY(r.out.contains("train.yaml"));
+    QVERIFY(r.out.contains("data/dataset_info.json"));
+    QVERIFY(r.out.contains("FORCE_TORCHRUN=1 llamafactory-cli train train.yaml"));
+  }
+
+  void plantedTokenInTheDataIsRefused() {
+    writeFile(home_.filePath("leaky.json"), R"([{"instruction": "hf_PLANTEDtokenPLANTEDtokenPLANTED1234", "output": "a"}])");
+    const QString wd = home_.filePath("box/run-leak");
+    auto r = cli({"remote", "train", "--box", "loop", "--engine", "llamafactory", "--recipe",
+                  recipe("r.json", R"({"model": "/m"})"), "--data", home_.filePath("leaky.json"), "--workdir", wd});
+    QCOMPARE(r.code, 1);
+    QVERIFY(r.err.contains("HF_TOKEN"));
+    QVERIFY(!QFile::exists(wd));  // nothing left this machine
+  }
+
+  void serveWaitsForHealthThroughTheTunnel() {
+    const int port = freeLoopbackPort();
+    QProcess p;
+    auto e = QProcessEnvironment::systemEnvironment();
+    e.insert("CROSSLAB_HOME", home_.path());
+    p.setProcessEnvironment(e);
+    p.start(CROSSLAB_CLI, {"remote", "serve", "--box", "loop", "--engine", "vllm", "--model", "/m", "--port",
+                           QString::number(port), "--launcher",
+                           QString(SERVE_STANDIN) + " --port " + QString::number(port) + " --unhealthy 2", "--workdir",
+                           home_.filePath("box/serve"), "--for", "60", "--stop-on-exit"});
+    QVERIFY(p.waitForReadyRead(60000));
+    const auto info = QJsonDocument::fromJson(p.readLine()).object();
+    const QString url = info.value("url").toString();
+    QVERIFY2(url.startsWith("http://127.0.0.1:"), qPrintable(url));
+    QVERIFY(info.value("local_port").toInt() != port);  // reached through the tunnel, not directly
+    httplib::Client client("127.0.0.1", info.value("local_port").toInt());
+    auto models = client.Get("/v1/models");
+    QVERIFY(models);
+    QCOMPARE(models->status, 200);
+    QCOMPARE(QJsonDocument::fromJson(QByteArray::fromStdString(models->body)).object().value("object").toString(), QString("list"));
+    p.terminate();
+    QVERIFY(p.waitForFinished(30000));
+    QCOMPARE(p.exitCode(), 0);
+  }
+
+  void serveReadsAdapterRankOnTheBoxAndFailsFastWhenTheServerDies() {
+    writeFile(home_.filePath("box/adapter64/adapter_config.json"), R"({"r": 64, "lora_alpha": 128, "peft_type": "LORA"})");
+    auto r = cli({"remote", "serve", "--box", "loop", "--engine", "vllm", "--model", "/m", "--adapters",
+                  "tuned=" + home_.filePath("box/adapter64"), "--port", QString::number(freeLoopbackPort()),
+                  "--workdir", home_.filePath("box/serve-dies"), "--health-timeout", "60"});
+    QCOMPARE(r.code, 1);  // no vllm on this machine: the server exits and we say so
+    QVERIFY2(r.err.contains("--enable-lora --max-lora-rank 64"), r.err.constData());
+    QVERIFY(r.err.contains("never answered /health"));
+  }
+
+  void rayAcrossBoxesIsShownBeforeItRuns() {
+    QCOMPARE(cli({"box", "add", "spark2", "--host", "10.0.0.2", "--user", "me"}).code, 0);
+    auto r = cli({"remote", "serve", "--box", "loop", "--engine", "vllm", "--model", "/m", "--tp", "2", "--workers",
+                  "spark2", "--head-ip", "10.0.0.1", "--enforce-eager", "--dry-run"});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const auto lines = r.out.trimmed().split('\n');
+    QCOMPARE(lines.size(), 3);
+    QCOMPARE(lines[0], QByteArray("loop: ray start --head --node-ip-address=10.0.0.1 --port=6379"));
+    QCOMPARE(lines[1], QByteArray("spark2: ray start --address=10.0.0.1:6379"));
+    QVERIFY(lines[2].contains("--tensor-parallel-size 2 --distributed-executor-backend ray"));
+    QVERIFY(lines[2].contains("--enforce-eager"));
+    QCOMPARE(cli({"remote", "serve", "--box", "loop", "--engine", "vllm", "--model", "/m", "--workers", "nobox",
+                  "--dry-run"}).code, 1);
+  }
+
+  void preflightBlocksAnIncompleteModel() {
+    const QString m = home_.filePath("model");
+    writeFile(m + "/config.json", R"({"hidden_size": 64, "intermediate_size": 128, "num_hidden_layers": 2, "num_attention_heads": 4, "num_key_value_heads": 2, "vocab_size": 1000})");
+    writeFile(m + "/tokenizer_config.json", "{}");
+    writeFile(m + "/model.safetensors.index.json", R"({"weight_map": {"w": "model-00001-of-00001.safetensors"}})");
+    auto r = cli({"preflight", "--model", m, "--json"});
+    QCOMPARE(r.code, 1);
+    QVERIFY(r.err.contains("preflight blocked"));
+    QCOMPARE(QJsonDocument::fromJson(r.out).object().value("blocked").toBool(), true);
+  }
+
+  void preflightProvenanceOverrideAndFitOnTheBox() {
+    const QString m = home_.filePath("model");
+    writeFile(m + "/tokenizer.json", "{}");
+    QByteArray st(8, '\0');
+    const QByteArray header = R"({"w":{"dtype":"F32","shape":[2],"data_offsets":[0,8]}})";
+    st[0] = static_cast<char>(header.size());
+    writeFile(m + "/model-00001-of-00001.safetensors", st + header + QByteArray(8, '\1'));
+    writeFile(home_.filePath("ref.sha256"), QByteArray(64, 'a') + "  config.json\n");
+    auto r = cli({"preflight", "--model", m, "--hashes", home_.filePath("ref.sha256")});
+    QCOMPARE(r.code, 1);
+    QVERIFY(r.err.contains("provenance"));
+    r = cli({"preflight", "--model", m, "--hashes", home_.filePath("ref.sha256"), "--allow-mismatch", "--recipe",
+             recipe("small.json", R"({"model": "/m", "cutoff_len": 128})"), "--box", "loop", "--gpu-memory-gb", "24",
+             "--lab", home_.filePath("home"), "--json"});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const auto findings = QJsonDocument::fromJson(r.out).object().value("findings").toArray();
+    int fit = 0, disk = 0;
+    for (const auto& f : findings) {
+      fit += f.toObject().value("check").toString() == "fit";
+      disk += f.toObject().value("check").toString() == "disk";
+    }
+    QCOMPARE(fit, 3);  // ZeRO-0, ZeRO-3, ZeRO-3 + offload
+    QCOMPARE(disk, 1);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestRemoteCli)
+#include "test_remote_cli.moc"

@@ -1,0 +1,149 @@
+// Remote training over loopback SSH: the LLaMA-Factory stand-in launched detached,
+// trainer_log.jsonl and output tailed into the RunMonitor, every way a run dies.
+#include <QFile>
+#include <QThread>
+#include <QtTest>
+
+#include <fstream>
+
+#include "backends/remote/remote_run.h"
+#include "core/venues/llamafactory_config.h"
+#include "sshd_fixture.h"
+
+using crosslab::remote::RemoteRun;
+using crosslab::ssh::SshSession;
+using crosslab::ssh::SshTarget;
+using crosslab::train::RunMonitor;
+using crosslab::train::RunMonitorOptions;
+using crosslab::train::RunState;
+
+class TestRemoteRun : public QObject {
+  Q_OBJECT
+  SshdFixture sshd_;
+  QTemporaryDir work_;
+  std::unique_ptr<SshSession> session_;
+  double now_ = 0;
+
+  // Runs the stand-in in MODE on the box and follows it until the monitor calls it.
+  std::pair<RunState, std::string> follow(const QString& mode, RunMonitor& monitor, bool advanceClock = false) {
+    const std::string dir = work_.filePath("run-" + mode).toStdString();
+    QDir().mkpath(QString::fromStdString(dir));
+    crosslab::venues::LoraRecipe recipe;
+    recipe.model = "/models/llama";
+    std::ofstream(dir + "/train.yaml") << crosslab::venues::llamaFactoryTrainYaml(recipe, "data", "");
+    RemoteRun run(*session_, dir, "output/trainer_log.jsonl");
+    run.launch("sh " + QFINDTESTDATA("fake_llamafactory.sh").toStdString() + " " + mode.toStdString() + " train train.yaml");
+    for (int i = 0; i < 400; ++i) {
+      if (run.feed(monitor, run.poll())) break;
+      if (advanceClock && monitor.lastStep()) now_ += 30;  // 30 s of fake time per poll once steps flowed
+      QThread::msleep(25);
+    }
+    run.kill();
+    return {monitor.state(), monitor.reason()};
+  }
+
+  RunMonitor monitor() {
+    RunMonitorOptions o;
+    o.stallFloorSeconds = 60;
+    return RunMonitor(o, [this] { return now_; });
+  }
+
+ private slots:
+  void initTestCase() {
+    QString why;
+    QVERIFY2(sshd_.start(&why), qPrintable(why));
+    SshTarget t;
+    t.host = "127.0.0.1";
+    t.port = sshd_.port();
+    t.user = sshd_.user().toStdString();
+    t.keyFile = sshd_.userKey().toStdString();
+    t.knownHosts = sshd_.knownHosts().toStdString();
+    t.acceptNew = true;
+    session_ = std::make_unique<SshSession>(t);
+    session_->connect();
+  }
+
+  void finishedRunIsFinished() {
+    auto m = monitor();
+    const auto [state, reason] = follow("ok", m);
+    QCOMPARE(state, RunState::Finished);
+    QCOMPARE(*m.lastStep()->step, std::int64_t{3});
+    QCOMPARE(*m.points()[2].loss, 0.23);
+    QCOMPARE(*m.points()[0].elapsedSeconds, 1.0);  // str(timedelta) parsed
+  }
+
+  void tracebackFails() {
+    auto m = monitor();
+    const auto [state, reason] = follow("traceback", m);
+    QCOMPARE(state, RunState::Failed);
+    QVERIFY2(QString::fromStdString(reason).contains("OSError: Can't load tokenizer"), reason.c_str());
+  }
+
+  void rocmOomFails() {
+    auto m = monitor();
+    const auto [state, reason] = follow("oom_rocm", m);
+    QCOMPARE(state, RunState::Failed);
+    QVERIFY2(QString::fromStdString(reason).startsWith("GPU out of memory (ROCm)"), reason.c_str());
+  }
+
+  void cudaOomFails() {
+    auto m = monitor();
+    const auto [state, reason] = follow("oom_cuda", m);
+    QCOMPARE(state, RunState::Failed);
+    QVERIFY2(QString::fromStdString(reason).startsWith("GPU out of memory (CUDA)"), reason.c_str());
+  }
+
+  void ncclFails() {
+    auto m = monitor();
+    const auto [state, reason] = follow("nccl", m);
+    QCOMPARE(state, RunState::Failed);
+    QVERIFY(QString::fromStdString(reason).contains("NCCL"));
+  }
+
+  void killedFails() {
+    auto m = monitor();
+    const auto [state, reason] = follow("killed", m);
+    QCOMPARE(state, RunState::Failed);
+    QVERIFY2(QString::fromStdString(reason).contains("137"), reason.c_str());
+  }
+
+  void exitWithoutEndFails() {
+    auto m = monitor();
+    const auto [state, reason] = follow("exit0", m);
+    QCOMPARE(state, RunState::Failed);
+    QVERIFY(QString::fromStdString(reason).contains("without an end event"));
+  }
+
+  void nanLossFailsWhileTheProcessStillRuns() {
+    auto m = monitor();
+    const auto [state, reason] = follow("nan", m);
+    QCOMPARE(state, RunState::Failed);
+    QVERIFY(QString::fromStdString(reason).contains("not finite"));
+  }
+
+  void stallIsCaughtWithinAMinuteOfFakeTime() {
+    auto m = monitor();
+    const double start = now_;
+    const auto [state, reason] = follow("stall", m, true);
+    QCOMPARE(state, RunState::Stalled);
+    QVERIFY(now_ - start <= 120);  // caught within the 60 s floor plus one 30 s poll step (fake clock)
+    QVERIFY(m.costWhileDead(2.99) > 0);
+  }
+
+  void vanishedProcessWithoutStatusFails() {
+    const std::string dir = work_.filePath("vanish").toStdString();
+    RemoteRun run(*session_, dir, "events.jsonl");
+    run.launch("sleep 300");
+    RunMonitor m;
+    QVERIFY(!run.feed(m, run.poll()));
+    // Kill the whole group, the capturing shell included: no exit_status is written.
+    run.kill();
+    bool over = false;
+    for (int i = 0; i < 100 && !over; ++i) over = run.feed(m, run.poll());
+    QCOMPARE(m.state(), RunState::Failed);
+    QVERIFY(QString::fromStdString(m.reason()).contains("no exit status"));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestRemoteRun)
+#include "test_remote_run.moc"

@@ -1,0 +1,333 @@
+// Qt-free venue logic: secret guard, meter and timeline, venue store, LLaMA-Factory
+// configs, serving command lines, preflight and the fit estimate.
+#include <QtTest>
+
+#include <yaml-cpp/yaml.h>
+
+#include <cstdlib>
+#include <fstream>
+
+#include "core/store/lab_store.h"
+#include "core/venues/llamafactory_config.h"
+#include "core/venues/meter.h"
+#include "core/venues/preflight.h"
+#include "core/venues/secret_guard.h"
+#include "core/venues/serve_command.h"
+#include "core/venues/venue_store.h"
+
+using namespace crosslab::venues;
+namespace fs = std::filesystem;
+
+namespace {
+
+void writeText(const fs::path& p, const std::string& text) {
+  std::ofstream(p, std::ios::binary) << text;
+}
+
+// A valid safetensors file: u64 header length, JSON header padded to 8, data.
+void writeSafetensors(const fs::path& p, int floats) {
+  std::string header = R"({"w":{"dtype":"F32","shape":[)" + std::to_string(floats) + R"(],"data_offsets":[0,)" +
+                       std::to_string(floats * 4) + "]}}";
+  while (header.size() % 8) header += ' ';
+  std::string out(8, '\0');
+  std::uint64_t n = header.size();
+  for (int i = 0; i < 8; ++i) out[i] = static_cast<char>((n >> (8 * i)) & 0xff);
+  out += header + std::string(static_cast<size_t>(floats) * 4, '\1');
+  writeText(p, out);
+}
+
+nlohmann::json llama31_8b() {
+  return {{"hidden_size", 4096}, {"intermediate_size", 14336}, {"num_hidden_layers", 32}, {"num_attention_heads", 32},
+          {"num_key_value_heads", 8}, {"vocab_size", 128256}, {"tie_word_embeddings", false}};
+}
+
+nlohmann::json llama31_70b() {
+  return {{"hidden_size", 8192}, {"intermediate_size", 28672}, {"num_hidden_layers", 80}, {"num_attention_heads", 64},
+          {"num_key_value_heads", 8}, {"vocab_size", 128256}, {"tie_word_embeddings", false}};
+}
+
+bool hasFinding(const PreflightReport& r, Finding::Level level, const std::string& check, const std::string& text) {
+  for (const auto& f : r.findings)
+    if (f.level == level && f.check == check && f.message.find(text) != std::string::npos) return true;
+  return false;
+}
+
+}  // namespace
+
+class TestVenuesCore : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+  fs::path dir(const char* name) { return fs::path(tmp_.path().toStdString()) / name; }
+
+ private slots:
+  void secretGuardCatchesPlantedToken() {
+    const std::string token = "hf_abcdefghijklmnopqrstuvwxyz0123456789";
+    ::setenv("CROSSLAB_TEST_HF_TOKEN", token.c_str(), 1);
+    ::setenv("CROSSLAB_TEST_PLAIN", "not-a-secret-name-but-long", 1);
+    const auto guard = SecretGuard::fromEnvironment();
+    QCOMPARE(QString::fromStdString(*guard.findIn("python run.py --token " + token)), QString("CROSSLAB_TEST_HF_TOKEN"));
+    QVERIFY(!guard.findIn("python run.py not-a-secret-name-but-long"));  // only secret-looking names
+    bool caught = false;
+    try {
+      guard.checkText("export X=" + token, "the launch script");
+    } catch (const SecretLeak& e) {
+      caught = std::string(e.what()).find(token) == std::string::npos;  // names, never shows, the value
+    }
+    QVERIFY(caught);
+    QCOMPARE(QString::fromStdString(guard.redact("a " + token + " b")), QString("a *** b"));
+    ::unsetenv("CROSSLAB_TEST_HF_TOKEN");
+  }
+
+  void secretGuardScansFilesAcrossChunkBordersAndShapes() {
+    SecretGuard g;
+    g.addSecret("MY_API_KEY", "sekret-value-42-xyz");
+    g.addSecret("SHORT", "abc");  // too short to be matched reliably: ignored
+    QCOMPARE(g.size(), size_t{1});
+    const fs::path folder = dir("upload");
+    fs::create_directories(folder / "sub");
+    writeText(folder / "ok.txt", "nothing here abc");
+    g.checkPath(folder);  // clean
+    // The secret straddles the 1 MiB read boundary.
+    std::string big((1 << 20) - 7, 'x');
+    big += "sekret-value-42-xyz";
+    writeText(folder / "sub" / "big.bin", big);
+    QVERIFY_THROWS_EXCEPTION(SecretLeak, g.checkPath(folder));
+    fs::remove(folder / "sub" / "big.bin");
+    writeText(folder / "id", "-----BEGIN OPENSSH PRIVATE KEY-----\nAAAA\n");  // a shape, not a known value
+    QVERIFY_THROWS_EXCEPTION(SecretLeak, g.checkPath(folder));
+  }
+
+  void meterBillsTheMinimumThenElapsed() {
+    const double start = *parseUtc("2026-11-29T10:00:00Z");
+    auto m = meterReading(5.98, 60, start, start + 600);  // 10 min on a 60-min-minimum box
+    QCOMPARE(m.billedHours, 1.0);
+    QCOMPARE(m.usd, 5.98);
+    m = meterReading(2.99, 1, start, start + 2 * 3600);
+    QCOMPARE(m.usd, 5.98);
+    QVERIFY(!parseUtc("yesterday"));
+    QCOMPARE(QString::fromStdString(formatUtc(start)), QString("2026-11-29T10:00:00Z"));
+  }
+
+  void timelineSeparatesCalendarFromActiveTime() {
+    // The seed lab: account 00:45:14, key ~22:30, provision 22:39:40, SSH ~22:42, first token ~22:47.
+    std::vector<Milestone> t = {{"account created", *parseUtc("2026-01-01T00:45:14Z")},
+                                {"key minted", *parseUtc("2026-01-01T22:30:00Z")},
+                                {"provision request", *parseUtc("2026-01-01T22:39:40Z")},
+                                {"ssh ready", *parseUtc("2026-01-01T22:42:00Z")},
+                                {"first token", *parseUtc("2026-01-01T22:47:00Z")}};
+    const auto s = summarizeTimeline(t);
+    QCOMPARE(s.elapsedSeconds, 22 * 3600 + 1 * 60 + 46.0);
+    QCOMPARE(s.activeSeconds, 17 * 60.0);
+  }
+
+  void venueStoreLadderBoxLifeAndLedger() {
+    auto lab = crosslab::store::LabStore::create(dir("lab"), "t");
+    VenueStore store(lab);
+    VenueRow azure;
+    azure.name = "azure/eastus/MI300X";
+    azure.kind = "cloud";
+    azure.provider = "azure";
+    azure.accelerator = "MI300X";
+    azure.availability = "no_quota";
+    azure.pricePerHour = 48.0;
+    azure.spotPricePerHour = 8.87;
+    azure.quota = "MI300X family 0; spot 3 vCPU; regional cap 10 vs 96 minimum";
+    store.recordLadder(azure);
+    azure.availability = "capacity";
+    store.recordLadder(azure);  // upsert, not a second row
+    auto venues = store.venues();
+    QCOMPARE(venues.size(), size_t{1});
+    QCOMPARE(QString::fromStdString(venues[0].availability), QString("capacity"));
+    QCOMPARE(*venues[0].spotPricePerHour, 8.87);
+    QVERIFY(!venues[0].probedAt.empty());
+
+    BoxRow b;
+    b.venueId = store.ensureVenue("hotaisle", "cloud", "hotaisle");
+    b.name = "box-1";
+    b.host = "10.0.0.1";
+    b.pricePerHour = 5.98;
+    b.minMinutes = 60;
+    b.provisionedAt = "2026-11-29T10:00:00Z";
+    const auto id = store.addBox(b);
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, store.addBox(b));  // same active name
+    store.markReady(id, "10.0.0.2");
+    QCOMPARE(QString::fromStdString(store.activeBox("box-1")->host), QString("10.0.0.2"));
+    const double usd = store.endBox(id, "deleted", *parseUtc("2026-11-29T12:30:00Z"));
+    QCOMPARE(usd, 5.98 * 2.5);
+    QVERIFY(!store.activeBox("box-1"));
+    QCOMPARE(lab.db().scalarInt("SELECT count(*) FROM ledger WHERE category = 'compute'"), std::int64_t{1});
+    store.addBox(b);  // a second life of the same name is fine once the first ended
+    QCOMPARE(store.boxes(true).size(), size_t{2});
+
+    store.addMilestone("hotaisle", "provision request", "2026-11-29T10:00:00Z");
+    store.addMilestone("hotaisle", "ssh ready", "2026-11-29T10:02:20Z");
+    QCOMPARE(summarizeTimeline(store.timeline("hotaisle")).activeSeconds, 140.0);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, store.addMilestone("hotaisle", "x", "later"));
+    QVERIFY(store.noteMilestoneOnce("hotaisle", "first login", "2026-11-29T10:00:00Z"));
+    QVERIFY(!store.noteMilestoneOnce("hotaisle", "first login", "2026-11-29T10:00:00Z"));  // once per life
+    QCOMPARE(store.timeline("hotaisle").size(), size_t{3});
+  }
+
+  void llamaFactoryYamlHasTheDocumentedKeys() {
+    LoraRecipe r = LoraRecipe::fromJson({{"model", "/models/llama-3.1-8b"}, {"deepspeed", "z3_offload"}, {"gpus", 2}});
+    QCOMPARE(r.alpha, 32);  // 2 × rank by default
+    const YAML::Node y = YAML::Load(llamaFactoryTrainYaml(r, "data", "ds_z3_offload.json"));
+    for (const char* k : {"model_name_or_path", "stage", "do_train", "finetuning_type", "lora_rank", "lora_alpha",
+                          "lora_dropout", "lora_target", "dataset", "dataset_dir", "template", "cutoff_len",
+                          "output_dir", "logging_steps", "overwrite_output_dir", "per_device_train_batch_size",
+                          "gradient_accumulation_steps", "learning_rate", "num_train_epochs", "lr_scheduler_type",
+                          "warmup_ratio", "bf16", "deepspeed"})
+      QVERIFY2(y[k].IsDefined(), k);
+    QCOMPARE(QString::fromStdString(y["stage"].as<std::string>()), QString("sft"));
+    QCOMPARE(QString::fromStdString(y["finetuning_type"].as<std::string>()), QString("lora"));
+    QCOMPARE(QString::fromStdString(y["lora_target"].as<std::string>()), QString("all"));
+    QCOMPARE(y["lora_rank"].as<int>(), 16);
+    QCOMPARE(y["cutoff_len"].as<int>(), 4096);
+    QCOMPARE(y["learning_rate"].as<double>(), 1e-4);
+    QCOMPARE(y["gradient_accumulation_steps"].as<int>(), 8);
+    QCOMPARE(y["bf16"].as<bool>(), true);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, LoraRecipe::fromJson({{"formatting", "csv"}}));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, LoraRecipe::fromJson({{"lora_rank", "sixteen"}}));
+  }
+
+  void datasetInfoAndDeepSpeedJson() {
+    LoraRecipe r;
+    auto info = llamaFactoryDatasetInfo(r);
+    QCOMPARE(QString::fromStdString(info["lab_sft"]["formatting"]), QString("alpaca"));
+    QCOMPARE(QString::fromStdString(info["lab_sft"]["columns"]["prompt"]), QString("instruction"));
+    r.formatting = "sharegpt";
+    info = llamaFactoryDatasetInfo(r);
+    QCOMPARE(QString::fromStdString(info["lab_sft"]["columns"]["messages"]), QString("conversations"));
+    const auto z3 = deepspeedZero3(false);
+    QCOMPARE(z3["zero_optimization"]["stage"].get<int>(), 3);
+    QVERIFY(!z3["zero_optimization"].contains("offload_param"));
+    QCOMPARE(z3["zero_allow_untested_optimizer"].get<bool>(), true);
+    QCOMPARE(QString::fromStdString(z3["bf16"]["enabled"]), QString("auto"));
+    const auto off = deepspeedZero3(true);
+    QCOMPARE(QString::fromStdString(off["zero_optimization"]["offload_param"]["device"]), QString("cpu"));
+    QCOMPARE(off["zero_optimization"]["offload_optimizer"]["pin_memory"].get<bool>(), true);
+    QCOMPARE(off["zero_optimization"]["stage3_gather_16bit_weights_on_model_save"].get<bool>(), true);
+    QCOMPARE(off["fp16"]["initial_scale_power"].get<int>(), 16);
+  }
+
+  void servingCommandLines() {
+    ServeSpec s;
+    s.model = "/models/llama-3.1-70b";
+    s.adapters = {{"tuned", "/runs/1/adapter", adapterRankFromConfig(R"({"r": 16, "lora_alpha": 32})")}};
+    s.tensorParallel = 2;
+    s.maxModelLen = 8192;
+    s.enforceEager = true;
+    const std::string vllm = shellJoin(serveArgv(s));
+    QCOMPARE(QString::fromStdString(vllm),
+             QString("vllm serve /models/llama-3.1-70b --host 127.0.0.1 --port 8000 --tensor-parallel-size 2 "
+                     "--max-model-len 8192 --enforce-eager --enable-lora --max-lora-rank 16 --max-loras 1 "
+                     "--lora-modules tuned=/runs/1/adapter"));
+    s.adapters[0].rank = 20;
+    QCOMPARE(maxLoraRankFor(s.adapters), 32);  // rounded up to a rank vLLM supports
+    s.engine = "vllm-docker";
+    QVERIFY(shellJoin(serveArgv(s)).find("docker run --rm --network host") == 0);
+    s.engine = "mlx";
+    s.adapters[0].path = "/Users/me/adapter dir";
+    QVERIFY(shellJoin(serveArgv(s)).find("--adapter-path '/Users/me/adapter dir'") != std::string::npos);
+    s.engine = "tgi";
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, serveArgv(s));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, adapterRankFromConfig("{}"));
+  }
+
+  void preflightModelFolder() {
+    const fs::path m = dir("model");
+    fs::create_directories(m);
+    writeText(m / "config.json", llama31_8b().dump());
+    writeText(m / "tokenizer_config.json", "{}");
+    writeSafetensors(m / "model-00001-of-00002.safetensors", 4);
+    writeSafetensors(m / "model-00002-of-00002.safetensors", 6);
+    writeText(m / "model.safetensors.index.json",
+              R"({"metadata": {"total_size": 40}, "weight_map": {"a": "model-00001-of-00002.safetensors", "b": "model-00002-of-00002.safetensors"}})");
+    PreflightReport r;
+    checkModelFolder(m, r);
+    QVERIFY(r.blocked());  // no tokenizer.json: the lab's lost relaunch
+    QVERIFY(hasFinding(r, Finding::Level::Error, "model folder", "tokenizer.json"));
+    writeText(m / "tokenizer.json", "{}");
+    r = {};
+    checkModelFolder(m, r);
+    QVERIFY(!r.blocked());
+    // A download killed early: the shard is shorter than its header says.
+    fs::resize_file(m / "model-00002-of-00002.safetensors", fs::file_size(m / "model-00002-of-00002.safetensors") - 3);
+    r = {};
+    checkModelFolder(m, r);
+    QVERIFY(hasFinding(r, Finding::Level::Error, "model folder", "cut short"));
+    fs::remove(m / "model-00002-of-00002.safetensors");
+    r = {};
+    checkModelFolder(m, r);
+    QVERIFY(hasFinding(r, Finding::Level::Error, "model folder", "missing shard model-00002"));
+  }
+
+  void preflightProvenance() {
+    const fs::path m = dir("prov");
+    fs::create_directories(m);
+    writeText(m / "config.json", "{\"a\": 1}\n");
+    writeText(m / "model.safetensors.index.json", "{}\n");
+    const std::string good = sha256File(m / "config.json");
+    writeText(m / "ref.sha256", good + "  config.json\n" + std::string(64, '0') + "  model.safetensors.index.json\n" +
+                                    std::string(64, '1') + "  model-00001-of-00001.safetensors\n");
+    PreflightReport r;
+    checkProvenance(m, m / "ref.sha256", false, r);
+    QVERIFY(hasFinding(r, Finding::Level::Error, "provenance", "model.safetensors.index.json SHA-256"));
+    QVERIFY(!hasFinding(r, Finding::Level::Error, "provenance", "config.json SHA-256"));
+    QVERIFY(!hasFinding(r, Finding::Level::Error, "provenance", "model-00001"));  // shards only when asked
+    r = {};
+    checkProvenance(m, m / "ref.sha256", true, r);
+    QVERIFY(hasFinding(r, Finding::Level::Error, "provenance", "model-00001-of-00001.safetensors is listed"));
+  }
+
+  void sha256KnownVector() {
+    writeText(dir("abc.txt"), "abc");
+    QCOMPARE(QString::fromStdString(sha256File(dir("abc.txt"))),
+             QString("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
+  }
+
+  void hfSnapshotResolution() {
+    const fs::path hub = dir("hub");
+    fs::create_directories(hub / "models--meta-llama--Llama-3.1-8B" / "refs");
+    fs::create_directories(hub / "models--meta-llama--Llama-3.1-8B" / "snapshots" / "abc123");
+    writeText(hub / "models--meta-llama--Llama-3.1-8B" / "refs" / "main", "abc123");
+    const auto p = hfSnapshotPath(hub, "meta-llama/Llama-3.1-8B");
+    QVERIFY(p);
+    QCOMPARE(QString::fromStdString(p->filename().string()), QString("abc123"));
+    QVERIFY(!hfSnapshotPath(hub, "other/model"));
+  }
+
+  void fitEstimate() {
+    QVERIFY(std::abs(parameterCount(llama31_8b()) - 8'030'261'248LL) < 1'000'000);  // Llama 3.1 8B: 8.03B
+    // r16 on all linear layers of Llama 3.1 8B: 42M trainable parameters (PEFT prints 41,943,040).
+    QCOMPARE(loraParameterCount(llama31_8b(), 16), std::int64_t{41'943'040});
+    LoraRecipe r;
+    r.deepspeed = "z3";
+    PreflightReport rep;
+    checkFit(llama31_70b(), r, 2, 192, 448, rep);  // 2x MI300X: ZeRO-3 with checkpointing fits
+    QVERIFY(!rep.blocked());
+    QVERIFY(hasFinding(rep, Finding::Level::Ok, "fit", "zero3 (the recipe's)"));
+    rep = {};
+    checkFit(llama31_70b(), r, 2, 80, 448, rep);  // 80 GB cards: 141 GB of bf16 weights cannot sit on one
+    QVERIFY(hasFinding(rep, Finding::Level::Warning, "fit", "zero0: "));
+    QVERIFY(hasFinding(rep, Finding::Level::Error, "fit", "zero3 (the recipe's)"));
+    QVERIFY(hasFinding(rep, Finding::Level::Ok, "fit", "zero3_offload"));
+    r.gradientCheckpointing = false;  // every layer's activations kept, 2 × 4096 tokens per micro-batch
+    r.microBatch = 2;
+    rep = {};
+    checkFit(llama31_70b(), r, 2, 192, 448, rep);
+    QVERIFY(rep.blocked());  // the recipe's own strategy will not fit
+  }
+
+  void diskCheck() {
+    const auto avail = parseDfAvailable("Filesystem 1024-blocks Used Available Capacity Mounted on\n/dev/nvme0n1 100 50 1000 5% /\n");
+    QCOMPARE(*avail, std::uint64_t{1024000});
+    QVERIFY(!parseDfAvailable("garbage"));
+    PreflightReport r;
+    checkDisk(1'000'000, 2'000'000, r);
+    QVERIFY(r.blocked());
+  }
+};
+
+QTEST_GUILESS_MAIN(TestVenuesCore)
+#include "test_venues_core.moc"
