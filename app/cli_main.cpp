@@ -25,6 +25,7 @@ int main(int argc, char** argv) {
   auto commands = crosslab::cli::coreCommands();
   crosslab::cli::addEngineCommands(commands);  // local engine (libtorch)
   crosslab::backends::addBackendCommands(commands);
+  crosslab::cli::addDemoCommand(commands);  // last: it runs `train` when the build has one
   std::vector<std::string> args(argv + 1, argv + argc);
   return crosslab::cli::runCli(commands, args, std::cout, std::cerr);
 }

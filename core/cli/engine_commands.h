@@ -9,5 +9,7 @@
 namespace crosslab::cli {
 
 void addEngineCommands(std::vector<Command>& commands);
+// `demo PATH`: register it last, it looks up `train` among the commands registered before it.
+void addDemoCommand(std::vector<Command>& commands);
 
 }  // namespace crosslab::cli

@@ -1,0 +1,117 @@
+// `crosslab-cli demo PATH [--quick] [--json]`: builds the demo lab (core/demo/demo_lab.h).
+// The first LoRA run goes through the registry's `train` command when this build has one,
+// so the demo needs no link-time dependency on the trainer.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <memory>
+#include <stdexcept>
+#include <ostream>
+
+#include "core/cli/engine_commands.h"
+#include "core/demo/demo_lab.h"
+
+namespace crosslab::cli {
+namespace {
+
+using nlohmann::json;
+
+bool hasCommand(const std::vector<Command>& registry, const std::string& path) {
+  return std::any_of(registry.begin(), registry.end(), [&](const Command& c) { return c.path == path; });
+}
+
+// Runs `train` in-process; its stdout goes to our stderr so that --json stays one object.
+std::function<void(const demo::LoraRequest&)> trainThroughRegistry(const std::vector<Command>& registry, Context& ctx) {
+  return [&registry, &ctx](const demo::LoraRequest& q) {
+    std::vector<std::string> argv = {"train", "--model", q.modelDir.string(), "--data", q.dataDir.string(),
+                                     "--dataset", q.dataset, "--out", q.runDir.string(), "--lab", q.lab.string(),
+                                     "--seed", std::to_string(q.seed)};
+    if (q.maxSteps) argv.insert(argv.end(), {"--max-steps", std::to_string(*q.maxSteps)});
+    const int rc = runCli(registry, argv, ctx.err, ctx.err);
+    if (rc != 0) throw std::runtime_error("the LoRA run failed (train exited " + std::to_string(rc) + ")");
+  };
+}
+
+json evalJson(const demo::DemoEvalResult& e) {
+  const int total = int(e.outputs.size());
+  return {{"model", e.model},
+          {"json_valid", std::to_string(e.valid()) + "/" + std::to_string(total)},
+          {"valid", e.valid()},
+          {"total", total},
+          {"seconds", e.seconds}};
+}
+
+json reportJson(const demo::DemoLabReport& r) {
+  json phases = json::object();
+  for (const auto& p : r.phases) phases[p.name] = p.seconds;
+  json lora = nullptr;
+  if (r.loraRunDir) lora = {{"run_dir", r.loraRunDir->string()}, {"eval", r.lora ? evalJson(*r.lora) : json(nullptr)}};
+  return {{"lab", r.lab.string()},
+          {"created", r.createdLab},
+          {"train_examples", r.trainExamples},
+          {"eval_examples", r.evalExamples},
+          {"tokenizer", {{"vocab_size", r.vocabSize}, {"file", (r.baseModelDir / "tokenizer.json").string()}}},
+          {"base_model", {{"dir", r.baseModelDir.string()}, {"parameters", r.parameters}}},
+          {"pretrain",
+           {{"steps", r.pretrain.steps},
+            {"first_loss", r.pretrain.firstLoss},
+            {"last_loss", r.pretrain.lastLoss},
+            {"tokens", r.pretrain.tokens},
+            {"corpus_tokens", r.pretrain.corpusTokens},
+            {"seconds", r.pretrain.seconds}}},
+          {"eval_sha256", r.evalSha256},
+          {"base_eval", evalJson(r.base)},
+          {"lora_run", lora},
+          {"phases_s", phases}};
+}
+
+int demoCommand(const std::vector<Command>& registry, const Args& args, Context& ctx) {
+  args.expectPositionals(1, 1);
+  demo::DemoLabOptions o;
+  o.quick = args.has("--quick");
+  if (auto t = args.value("--threads")) {
+    size_t used = 0;
+    int n = 0;
+    try {
+      n = std::stoi(*t, &used);
+    } catch (const std::exception&) {
+      used = 0;
+    }
+    if (used != t->size() || n < 1 || n > 1024) throw UsageError("--threads must be an integer in [1, 1024]");
+    o.threads = n;
+  }
+  o.progress = [&ctx](const std::string& line) { ctx.err << line << std::endl; };
+  if (hasCommand(registry, "train"))
+    o.trainLora = trainThroughRegistry(registry, ctx);
+  else
+    ctx.err << "demo: this build has no `train` command (the LoRA trainer); stopping after the base model\n";
+  const auto r = demo::runDemoLab(args.positional(0, "PATH"), o);
+  const json j = reportJson(r);
+  if (args.has("--json")) {
+    ctx.out << j.dump() << "\n";
+    return 0;
+  }
+  ctx.out << "lab           " << r.lab.string() << (r.createdLab ? " (created)" : " (reused)") << "\n"
+          << "base model    " << r.baseModelDir.string() << " (" << r.parameters << " parameters, vocab "
+          << r.vocabSize << ")\n"
+          << "pretrain      loss " << r.pretrain.firstLoss << " -> " << r.pretrain.lastLoss << "\n"
+          << "base eval     JSON valid " << j["base_eval"]["json_valid"].get<std::string>() << "\n";
+  if (r.lora) ctx.out << "lora eval     JSON valid " << evalJson(*r.lora)["json_valid"].get<std::string>() << "\n";
+  for (const auto& p : r.phases) ctx.out << "time " << p.name << ": " << p.seconds << " s\n";
+  return 0;
+}
+
+}  // namespace
+
+void addDemoCommand(std::vector<Command>& commands) {
+  // A snapshot of the registry as it stands (demo registers last): `train` is looked up in it.
+  auto registry = std::make_shared<const std::vector<Command>>(commands);
+  commands.push_back({"demo", "PATH [--quick] [--json] [--threads N]",
+                      "build the demo lab: data, tokenizer, pretrained base model, first LoRA run, eval",
+                      {{"--quick", false, "small and fast (tests): under a minute"},
+                       {"--json", false, "print a JSON report"},
+                       {"--threads", true, "CPU threads (default 1: reproducible weights on any machine)"}},
+                      [registry](const Args& args, Context& ctx) { return demoCommand(*registry, args, ctx); }});
+}
+
+}  // namespace crosslab::cli
