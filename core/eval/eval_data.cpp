@@ -6,12 +6,14 @@
 #include <set>
 #include <sstream>
 
-#include "core/eval/sha256.h"
+#include "core/util/sha256.h"
 
 namespace crosslab::eval {
 namespace {
 
 using nlohmann::json;
+using util::Sha256;
+using util::sha256Hex;
 
 [[noreturn]] void fail(const std::string& name, size_t line, const std::string& why) {
   throw EvalError(name + ":" + std::to_string(line) + ": " + why);

@@ -1,6 +1,7 @@
 #include "core/venues/preflight.h"
 
-#include <openssl/evp.h>
+#include "core/util/sha256.h"
+
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -124,27 +125,6 @@ void checkModelFolder(const fs::path& dir, PreflightReport& report) {
   }
 }
 
-std::string sha256File(const fs::path& file) {
-  std::ifstream in(file, std::ios::binary);
-  if (!in) throw std::runtime_error("cannot read " + file.string());
-  std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx(EVP_MD_CTX_new(), EVP_MD_CTX_free);
-  EVP_DigestInit_ex(ctx.get(), EVP_sha256(), nullptr);
-  std::vector<char> buf(1 << 20);
-  while (in) {
-    in.read(buf.data(), static_cast<std::streamsize>(buf.size()));
-    if (in.gcount() > 0) EVP_DigestUpdate(ctx.get(), buf.data(), static_cast<size_t>(in.gcount()));
-  }
-  unsigned char md[EVP_MAX_MD_SIZE];
-  unsigned int len = 0;
-  EVP_DigestFinal_ex(ctx.get(), md, &len);
-  std::string hex;
-  char two[3];
-  for (unsigned int i = 0; i < len; ++i) {
-    std::snprintf(two, sizeof two, "%02x", md[i]);
-    hex += two;
-  }
-  return hex;
-}
 
 void checkProvenance(const fs::path& dir, const fs::path& hashesFile, bool allShards, PreflightReport& report) {
   std::ifstream in(hashesFile);
@@ -166,7 +146,7 @@ void checkProvenance(const fs::path& dir, const fs::path& hashesFile, bool allSh
       continue;
     }
     for (auto& c : hex) c = static_cast<char>(std::tolower(static_cast<unsigned char>(c)));
-    const std::string actual = sha256File(dir / name);
+    const std::string actual = util::sha256File(dir / name);
     ++checked;
     if (actual != hex)
       report.add(Level::Error, "provenance", name + " SHA-256 " + actual.substr(0, 12) + "… differs from the reference " +

@@ -42,8 +42,6 @@ void checkHfCache(const std::filesystem::path& hfHome, PreflightReport& report);
 // The snapshot folder for `repoId` in a hub cache (use it instead of a hub lookup offline).
 std::optional<std::filesystem::path> hfSnapshotPath(const std::filesystem::path& hubCache, const std::string& repoId);
 
-std::string sha256File(const std::filesystem::path& file);
-
 // Memory per GPU in bytes for a LoRA recipe on a model config.json.
 struct FitEstimate {
   std::string strategy;  // "zero0", "zero3", "zero3_offload"

@@ -10,6 +10,7 @@
 #include "core/store/lab_store.h"
 #include "core/venues/llamafactory_config.h"
 #include "core/venues/meter.h"
+#include "core/util/sha256.h"
 #include "core/venues/preflight.h"
 #include "core/venues/secret_guard.h"
 #include "core/venues/serve_command.h"
@@ -267,7 +268,7 @@ class TestVenuesCore : public QObject {
     fs::create_directories(m);
     writeText(m / "config.json", "{\"a\": 1}\n");
     writeText(m / "model.safetensors.index.json", "{}\n");
-    const std::string good = sha256File(m / "config.json");
+    const std::string good = crosslab::util::sha256File(m / "config.json");
     writeText(m / "ref.sha256", good + "  config.json\n" + std::string(64, '0') + "  model.safetensors.index.json\n" +
                                     std::string(64, '1') + "  model-00001-of-00001.safetensors\n");
     PreflightReport r;
@@ -282,7 +283,7 @@ class TestVenuesCore : public QObject {
 
   void sha256KnownVector() {
     writeText(dir("abc.txt"), "abc");
-    QCOMPARE(QString::fromStdString(sha256File(dir("abc.txt"))),
+    QCOMPARE(QString::fromStdString(crosslab::util::sha256File(dir("abc.txt"))),
              QString("ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad"));
   }
 

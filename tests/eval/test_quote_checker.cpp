@@ -9,9 +9,11 @@
 #include "core/eval/output_check.h"
 #include "core/eval/output_diff.h"
 #include "core/eval/quote_checker.h"
-#include "core/eval/sha256.h"
+#include "core/util/sha256.h"
 
 using namespace crosslab::eval;
+using crosslab::util::sha256File;
+using crosslab::util::sha256Hex;
 
 namespace {
 
