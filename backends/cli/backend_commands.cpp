@@ -1,10 +1,12 @@
 #include "backends/cli/backend_commands.h"
 
+#include "backends/serve/serve_command.h"
+
 namespace crosslab::backends {
 
 void addBackendCommands(std::vector<cli::Command>& commands) {
   // One line per command family, e.g. addBenchCommands(commands);
-  (void)commands;
+  serve::addServeCommands(commands);
 }
 
 }  // namespace crosslab::backends
