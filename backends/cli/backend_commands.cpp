@@ -2,6 +2,7 @@
 
 #include "backends/bench/bench_command.h"
 #include "backends/cli/venue_commands.h"
+#include "backends/serve/serve_command.h"
 
 namespace crosslab::backends {
 
@@ -14,6 +15,7 @@ void addBackendCommands(std::vector<cli::Command>& commands) {
   addRemoteCommands(commands);
   addPreflightCommands(commands);
   addSecretsCommands(commands);
+  serve::addServeCommands(commands);
 }
 
 }  // namespace crosslab::backends

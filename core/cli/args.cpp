@@ -30,8 +30,10 @@ Args::Args(const std::vector<std::string>& tokens, const std::vector<OptionSpec>
       values_[name] = "";
     } else if (inlineValue) {
       values_[name] = *inlineValue;
+      all_[name].push_back(*inlineValue);
     } else if (i + 1 < tokens.size()) {
       values_[name] = tokens[++i];
+      all_[name].push_back(tokens[i]);
     } else {
       throw UsageError(name + " needs a value");
     }
@@ -42,6 +44,11 @@ std::optional<std::string> Args::value(const std::string& name) const {
   auto it = values_.find(name);
   if (it == values_.end()) return std::nullopt;
   return it->second;
+}
+
+std::vector<std::string> Args::values(const std::string& name) const {
+  auto it = all_.find(name);
+  return it == all_.end() ? std::vector<std::string>{} : it->second;
 }
 
 const std::string& Args::positional(size_t index, const std::string& what) const {

@@ -29,13 +29,16 @@ class Args {
 
   bool has(const std::string& name) const { return values_.count(name) != 0; }
   std::optional<std::string> value(const std::string& name) const;
+  // Every value of an option given more than once ("--lora a=X --lora b=Y"), in order.
+  std::vector<std::string> values(const std::string& name) const;
   const std::vector<std::string>& positionals() const { return positionals_; }
   // The positional at `index`, or UsageError naming `what`.
   const std::string& positional(size_t index, const std::string& what) const;
   void expectPositionals(size_t min, size_t max) const;
 
  private:
-  std::map<std::string, std::string> values_;
+  std::map<std::string, std::string> values_;  // the last value of each option
+  std::map<std::string, std::vector<std::string>> all_;
   std::vector<std::string> positionals_;
 };
 

@@ -1,0 +1,41 @@
+#pragma once
+// The OpenAI-compatible HTTP server as vLLM speaks it, on cpp-httplib: POST
+// /v1/completions and /v1/chat/completions (streaming SSE and not), GET /health,
+// GET /v1/models. Routes parse JSON and hand token ids to the BatchScheduler; every
+// handler runs inside one wrapper that turns exceptions into vLLM's JSON errors.
+
+#include <memory>
+#include <string>
+
+namespace crosslab::infer {
+class BatchScheduler;
+}
+
+namespace crosslab::serve {
+
+struct ServerOptions {
+  std::string host = "127.0.0.1";
+  int port = 8000;                 // 0 = an ephemeral port
+  std::string baseModelId;         // the base model's id in /v1/models and the "model" field
+  std::string mergedAdapter;       // with --merge: the only id served (weights already merged)
+  std::string apiKey;              // empty = no key; guards every route but /health
+  int httpThreads = 0;             // concurrent connections served; 0 = 4 * maxBatch + 64
+};
+
+class OpenAiServer {
+ public:
+  OpenAiServer(infer::BatchScheduler& engine, ServerOptions options);
+  ~OpenAiServer();
+
+  // Binds the socket; returns the port. Throws std::runtime_error when it cannot bind.
+  int bind();
+  // Serves until stop() (from any thread). Call bind() first.
+  void run();
+  void stop();
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
+
+}  // namespace crosslab::serve

@@ -1,0 +1,145 @@
+#include "backends/serve/serve_command.h"
+
+#include <pthread.h>
+
+#include <csignal>
+#include <cstdlib>
+#include <filesystem>
+#include <ostream>
+#include <thread>
+
+#include "backends/serve/openai_server.h"
+#include "core/infer/batch_scheduler.h"
+
+namespace crosslab::serve {
+namespace {
+
+namespace fs = std::filesystem;
+
+long intOption(const cli::Args& args, const std::string& name, long fallback, long min, long max) {
+  const auto v = args.value(name);
+  if (!v) return fallback;
+  size_t used = 0;
+  long x = 0;
+  try {
+    x = std::stol(*v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != v->size() || x < min || x > max)
+    throw cli::UsageError(name + " must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
+  return x;
+}
+
+// --lora NAME=DIR, repeatable.
+std::vector<std::pair<std::string, fs::path>> loraOptions(const cli::Args& args) {
+  std::vector<std::pair<std::string, fs::path>> out;
+  for (const auto& v : args.values("--lora")) {
+    const size_t eq = v.find('=');
+    if (eq == 0 || eq == std::string::npos || eq + 1 == v.size()) throw cli::UsageError("--lora takes NAME=DIR, got '" + v + "'");
+    out.emplace_back(v.substr(0, eq), v.substr(eq + 1));
+    if (!fs::is_directory(out.back().second)) throw std::runtime_error(out.back().second.string() + ": not a directory");
+  }
+  return out;
+}
+
+// SIGINT/SIGTERM are blocked before any thread starts (threads inherit the mask) and
+// taken by one waiter thread, which stops the server outside of signal context.
+class SignalStopper {
+ public:
+  SignalStopper() {
+    sigemptyset(&set_);
+    sigaddset(&set_, SIGINT);
+    sigaddset(&set_, SIGTERM);
+    pthread_sigmask(SIG_BLOCK, &set_, &old_);
+  }
+  void start(OpenAiServer& server) {
+    waiter_ = std::thread([this, &server] {
+      int sig = 0;
+      sigwait(&set_, &sig);
+      server.stop();
+    });
+  }
+  ~SignalStopper() {
+    if (waiter_.joinable()) {
+      pthread_kill(waiter_.native_handle(), SIGTERM);  // wakes sigwait when the server ended by itself
+      waiter_.join();
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+  SignalStopper(const SignalStopper&) = delete;
+  SignalStopper& operator=(const SignalStopper&) = delete;
+
+ private:
+  sigset_t set_, old_;
+  std::thread waiter_;
+};
+
+int runServe(const cli::Args& args, cli::Context& ctx) {
+  args.expectPositionals(0, 0);
+  const auto model = args.value("--model");
+  if (!model) throw cli::UsageError("--model DIR is required");
+  if (!fs::is_directory(*model)) throw std::runtime_error(*model + ": not a directory");
+  infer::SchedulerOptions so;
+  so.maxBatch = int(intOption(args, "--max-batch", 32, 1, 1024));
+  so.maxModelLen = int(intOption(args, "--max-model-len", 0, 1, 1 << 20));
+  so.prefillChunk = int(intOption(args, "--prefill-chunk", 128, 1, 1 << 16));
+  so.threads = int(intOption(args, "--threads", 0, 0, 1024));
+  so.dtype = args.value("--dtype").value_or("f32");
+  if (so.dtype != "f32" && so.dtype != "bf16") throw cli::UsageError("--dtype must be bf16 or f32");
+  so.loras = loraOptions(args);
+
+  ServerOptions opt;
+  opt.host = args.value("--host").value_or("127.0.0.1");
+  opt.port = int(intOption(args, "--port", 8000, 0, 65535));
+  opt.baseModelId = args.value("--served-model-name").value_or(fs::path(*model).lexically_normal().filename().string());
+  if (opt.baseModelId.empty()) opt.baseModelId = fs::absolute(*model).lexically_normal().parent_path().filename().string();
+  opt.httpThreads = so.maxBatch * 4 + 64;
+  if (const auto merge = args.value("--merge")) {
+    // --merge NAME serves the --lora NAME adapter merged into the weights, and only it.
+    if (so.loras.size() != 1 || so.loras[0].first != *merge)
+      throw cli::UsageError("--merge NAME needs exactly one --lora NAME=DIR with the same NAME");
+    so.mergeAdapter = so.loras[0].second;
+    so.loras.clear();
+    opt.mergedAdapter = *merge;
+  }
+  if (const auto var = args.value("--api-key-env")) {
+    const char* key = std::getenv(var->c_str());
+    if (!key || !*key) throw std::runtime_error("--api-key-env " + *var + ": the variable is not set or empty");
+    opt.apiKey = key;
+  }
+
+  SignalStopper stopper;
+  auto engine = infer::BatchScheduler::open(*model, so);
+  OpenAiServer server(*engine, opt);
+  const int port = server.bind();
+  stopper.start(server);
+  ctx.out << "listening on http://" << opt.host << ":" << port << std::endl;
+  server.run();
+  engine->stop();
+  return 0;
+}
+
+}  // namespace
+
+void addServeCommands(std::vector<cli::Command>& commands) {
+  commands.push_back({"serve",
+                      "--model DIR [--served-model-name NAME] [--lora NAME=DIR ...] [--merge NAME] [--host 127.0.0.1] "
+                      "[--port 8000] [--max-batch N] [--max-model-len N] [--dtype bf16|f32] [--api-key-env VAR]",
+                      "serve a model over the OpenAI-compatible API with continuous batching",
+                      {{"--model", true, "Hugging Face checkpoint folder"},
+                       {"--served-model-name", true, "the base model's id (default: the folder's name)"},
+                       {"--lora", true, "NAME=DIR: a PEFT adapter applied per request (repeatable)"},
+                       {"--merge", true, "serve the --lora NAME adapter merged into the weights"},
+                       {"--host", true, "address to bind (default 127.0.0.1)"},
+                       {"--port", true, "port (default 8000; 0 = any free port)"},
+                       {"--max-batch", true, "sequences decoded together (default 32)"},
+                       {"--max-model-len", true, "prompt + completion tokens per request"},
+                       {"--prefill-chunk", true, "prompt tokens per prefill step (default 128)"},
+                       {"--threads", true, "compute threads (default: every core)"},
+                       {"--dtype", true, "bf16 or f32 (default f32)"},
+                       {"--api-key-env", true, "environment variable holding the API key"}},
+                      runServe});
+}
+
+}  // namespace crosslab::serve

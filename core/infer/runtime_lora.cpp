@@ -1,0 +1,126 @@
+#include "core/infer/runtime_lora.h"
+
+#include <ATen/ATen.h>
+#include <nlohmann/json.hpp>
+
+#include <cmath>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+
+#include "core/model/safetensors.h"
+
+namespace crosslab::infer {
+namespace {
+
+using model::Proj;
+
+// adapter_config.json -> scaling (lora_alpha / r, or lora_alpha / sqrt(r) with rsLoRA).
+double readScaling(const std::filesystem::path& dir) {
+  std::ifstream in(dir / "adapter_config.json");
+  if (!in) throw std::runtime_error((dir / "adapter_config.json").string() + ": cannot open");
+  nlohmann::json cfg;
+  try {
+    in >> cfg;
+  } catch (const std::exception&) {
+    throw std::runtime_error((dir / "adapter_config.json").string() + ": not valid JSON");
+  }
+  if (!cfg.is_object() || !cfg.contains("r") || !cfg["r"].is_number_integer() || cfg["r"].get<int64_t>() <= 0 ||
+      !cfg.contains("lora_alpha") || !cfg["lora_alpha"].is_number())
+    throw std::runtime_error("adapter_config.json: needs integer 'r' > 0 and number 'lora_alpha'");
+  if (cfg.contains("peft_type") && cfg["peft_type"] != "LORA") throw std::runtime_error("adapter_config.json: peft_type is not LORA");
+  const auto flag = [&](const char* key) { return cfg.contains(key) && cfg[key].is_boolean() && cfg[key].get<bool>(); };
+  if (flag("use_dora")) throw std::runtime_error("adapter_config.json: DoRA adapters are not supported");
+  const double r = double(cfg["r"].get<int64_t>()), alpha = cfg["lora_alpha"].get<double>();
+  return flag("use_rslora") ? alpha / std::sqrt(r) : alpha / r;
+}
+
+at::ScalarType scalarType(model::DType d, const std::string& name) {
+  switch (d) {
+    case model::DType::F32: return at::kFloat;
+    case model::DType::BF16: return at::kBFloat16;
+    case model::DType::F16: return at::kHalf;
+    default: throw std::runtime_error("adapter tensor '" + name + "' is not F32, BF16 or F16");
+  }
+}
+
+const char* moduleOf(Proj p) {
+  switch (p) {
+    case Proj::Q: case Proj::K: case Proj::V: case Proj::O: return "self_attn";
+    default: return "mlp";
+  }
+}
+
+const at::Tensor& weightOf(const model::LlamaLayerWeights& w, Proj p) {
+  switch (p) {
+    case Proj::Q: return w.wq;
+    case Proj::K: return w.wk;
+    case Proj::V: return w.wv;
+    case Proj::O: return w.wo;
+    case Proj::Gate: return w.wGate;
+    case Proj::Up: return w.wUp;
+    default: return w.wDown;
+  }
+}
+
+}  // namespace
+
+LoraAdapter loadLoraAdapter(const std::string& name, const std::filesystem::path& dir, const model::LlamaModel& m) {
+  const double scaling = readScaling(dir);
+  model::SafetensorsFile file(dir / "adapter_model.safetensors");
+  auto& weights = const_cast<model::LlamaModel&>(m).weights();  // read only: shapes
+  const auto get = [&](const std::string& key) -> at::Tensor {
+    const model::TensorInfo* info = file.find(key);
+    if (!info) return {};
+    const auto v = file.view(*info);
+    return at::from_blob(const_cast<uint8_t*>(v.data), info->shape, at::TensorOptions().dtype(scalarType(info->dtype, key)))
+        .to(at::kFloat, /*non_blocking=*/false, /*copy=*/true);  // a real copy: the map closes with `file`
+  };
+  LoraAdapter adapter{name, std::vector<std::array<LoraModule, 7>>(weights.layers.size())};
+  int found = 0;
+  for (size_t l = 0; l < weights.layers.size(); ++l) {
+    for (int pi = 0; pi < 7; ++pi) {
+      const Proj p = Proj(pi);
+      const std::string module = "model.layers." + std::to_string(l) + "." + moduleOf(p) + "." + model::projName(p);
+      const std::string prefix = "base_model.model." + module;
+      const at::Tensor a = get(prefix + ".lora_A.weight"), b = get(prefix + ".lora_B.weight");  // [r, in], [out, r]
+      if (!a.defined() && !b.defined()) continue;
+      if (!a.defined() || !b.defined()) throw std::runtime_error("adapter has only one of lora_A/lora_B for '" + module + "'");
+      const at::Tensor& w = weightOf(weights.layers[l], p);  // [out, in]
+      if (a.dim() != 2 || b.dim() != 2 || a.size(1) != w.size(1) || b.size(0) != w.size(0) || a.size(0) != b.size(1))
+        throw std::runtime_error("adapter tensors for '" + module + "' do not fit the model");
+      adapter.layers[l][size_t(pi)] = {a.to(m.device(), m.dtype()).contiguous(),
+                                       (b * scaling).to(m.device(), m.dtype()).contiguous()};
+      ++found;
+    }
+  }
+  if (found == 0) throw std::runtime_error((dir / "adapter_model.safetensors").string() + ": no LoRA weights for this model");
+  return adapter;
+}
+
+BatchLoraDelta::BatchLoraDelta(const std::vector<LoraAdapter>& adapters, const std::vector<int>& rowAdapter, at::Device device)
+    : adapters_(adapters) {
+  std::map<int, std::vector<int64_t>> rows;
+  for (size_t b = 0; b < rowAdapter.size(); ++b)
+    if (rowAdapter[b] >= 0) rows[rowAdapter[b]].push_back(int64_t(b));
+  for (auto& [adapter, idx] : rows) {
+    wholeBatch_ = rows.size() == 1 && idx.size() == rowAdapter.size();
+    groups_.push_back({adapter, at::tensor(idx, at::kLong).to(device)});
+  }
+}
+
+at::Tensor BatchLoraDelta::delta(size_t layer, model::Proj proj, const at::Tensor& x) const {
+  at::Tensor out;  // [B, T, out]; undefined = no row adapted
+  for (const auto& g : groups_) {
+    const LoraModule& mod = adapters_[size_t(g.adapter)].layers[layer][size_t(proj)];
+    if (!mod.a.defined()) continue;
+    if (wholeBatch_) return at::matmul(at::matmul(x, mod.a.t()), mod.b.t());
+    const at::Tensor xs = x.index_select(0, g.rows);                       // [n, T, in]
+    const at::Tensor d = at::matmul(at::matmul(xs, mod.a.t()), mod.b.t());  // [n, T, out]
+    if (!out.defined()) out = at::zeros({x.size(0), x.size(1), d.size(2)}, d.options());
+    out.index_copy_(0, g.rows, d);
+  }
+  return out;
+}
+
+}  // namespace crosslab::infer

@@ -1,0 +1,49 @@
+#pragma once
+// PEFT LoRA adapters applied at run time through LlamaModel's projection-delta hook, per
+// batch row: rows are grouped by adapter and each group gets x Aᵀ (scaling·B)ᵀ, rows
+// without an adapter get nothing — one batched forward for any mix of adapters.
+// Engine-internal header (ATen): only crosslab_engine includes it.
+
+#include <ATen/core/Tensor.h>
+
+#include <array>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+#include "core/model/llama.h"
+
+namespace crosslab::infer {
+
+struct LoraModule {
+  at::Tensor a;  // [r, in]
+  at::Tensor b;  // [out, r], already multiplied by the scaling
+};
+
+struct LoraAdapter {
+  std::string name;
+  std::vector<std::array<LoraModule, 7>> layers;  // [layer][Proj]; undefined = not adapted
+};
+
+// Reads adapter_config.json + adapter_model.safetensors; tensors in `dtype` on `device`,
+// shapes checked against `model`. Throws std::runtime_error naming the bad file or tensor.
+LoraAdapter loadLoraAdapter(const std::string& name, const std::filesystem::path& dir, const model::LlamaModel& model);
+
+// The delta for one forward pass: rowAdapter[b] = index into `adapters` or -1.
+class BatchLoraDelta : public model::ProjectionDelta {
+ public:
+  BatchLoraDelta(const std::vector<LoraAdapter>& adapters, const std::vector<int>& rowAdapter, at::Device device);
+  at::Tensor delta(size_t layer, model::Proj proj, const at::Tensor& x) const override;
+  bool empty() const { return groups_.empty(); }
+
+ private:
+  struct Group {
+    int adapter;
+    at::Tensor rows;  // [n] int64 row indices
+  };
+  const std::vector<LoraAdapter>& adapters_;
+  std::vector<Group> groups_;
+  bool wholeBatch_ = false;  // one group covering every row: no gather/scatter
+};
+
+}  // namespace crosslab::infer

@@ -1,0 +1,220 @@
+// The continuous-batching scheduler on a tiny checkpoint: batched greedy decode (with
+// chunked prefill and sequences joining and leaving mid-batch) gives the single-sequence
+// engine's tokens; runtime LoRA per row gives the merged adapter's tokens in one mixed
+// batch; seeds reproduce; stop strings, stop ids, min_tokens and cancel behave.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <chrono>
+#include <condition_variable>
+#include <mutex>
+
+#include "core/infer/batch_scheduler.h"
+#include "core/infer/local_engine.h"
+#include "tests/serve/serve_fixture.h"
+
+using namespace crosslab;
+
+namespace {
+
+// Collects the results of submitted requests and waits for all of them.
+class Collector {
+ public:
+  infer::ServeRequest wrap(infer::ServeRequest r, size_t slot) {
+    {
+      std::lock_guard<std::mutex> lk(mu_);
+      if (results_.size() <= slot) results_.resize(slot + 1);
+      if (streamed_.size() <= slot) streamed_.resize(slot + 1);
+      ++pending_;
+    }
+    r.onToken = [this, slot](int32_t, const std::string& text) {
+      std::lock_guard<std::mutex> lk(mu_);
+      streamed_[slot] += text;
+      return true;
+    };
+    r.onDone = [this, slot](const infer::ServeResult& res) {
+      std::lock_guard<std::mutex> lk(mu_);
+      results_[slot] = res;
+      --pending_;
+      cv_.notify_all();
+    };
+    return r;
+  }
+  bool wait() {
+    std::unique_lock<std::mutex> lk(mu_);
+    return cv_.wait_for(lk, std::chrono::minutes(2), [&] { return pending_ == 0; });
+  }
+  const infer::ServeResult& result(size_t i) const { return results_[i]; }
+  const std::string& streamed(size_t i) const { return streamed_[i]; }
+
+ private:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<infer::ServeResult> results_;
+  std::vector<std::string> streamed_;
+  int pending_ = 0;
+};
+
+std::vector<int32_t> promptOf(int n, int salt) {
+  std::vector<int32_t> p;
+  for (int i = 0; i < n; ++i) p.push_back(5 + (i * 37 + salt * 101) % 500);
+  return p;
+}
+
+infer::ServeRequest greedy(std::vector<int32_t> prompt, int maxTokens, const std::string& adapter = {}) {
+  infer::ServeRequest r;
+  r.prompt = std::move(prompt);
+  r.maxTokens = maxTokens;
+  r.ignoreEos = true;
+  r.adapter = adapter;
+  return r;
+}
+
+std::vector<int32_t> singleSequence(const std::string& dir, const std::vector<int32_t>& prompt, int n,
+                                    const std::string& mergedAdapter = {}) {
+  infer::EngineOptions eo;
+  eo.adapter = mergedAdapter;
+  auto engine = infer::LocalEngine::open(dir, eo);
+  infer::GenerateOptions go;
+  go.maxTokens = n;
+  go.ignoreEos = true;
+  return engine->generate(prompt, go).ids;
+}
+
+}  // namespace
+
+class TestBatchScheduler : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+  std::string dir_;
+
+ private slots:
+  void initTestCase() {
+    QVERIFY(tmp_.isValid());
+    dir_ = tmp_.path().toStdString();
+    testing::writeServeFixture(dir_);
+  }
+
+  // Six prompts of different lengths (chunked prefill: 5 tokens a step) and lengths, with
+  // a batch of 4 so later ones join as earlier ones leave.
+  void batchedGreedyEqualsSingleSequence() {
+    infer::SchedulerOptions so;
+    so.maxBatch = 4;
+    so.prefillChunk = 5;
+    so.maxModelLen = 256;
+    auto engine = infer::BatchScheduler::open(dir_, so);
+    Collector c;
+    const int lens[] = {3, 17, 9, 1, 23, 12}, outs[] = {20, 9, 31, 14, 6, 25};
+    for (size_t i = 0; i < 6; ++i) engine->submit(c.wrap(greedy(promptOf(lens[i], int(i)), outs[i]), i));
+    QVERIFY(c.wait());
+    for (size_t i = 0; i < 6; ++i) {
+      const auto want = singleSequence(dir_, promptOf(lens[i], int(i)), outs[i]);
+      QCOMPARE(c.result(i).finishReason, std::string("length"));
+      QCOMPARE(c.result(i).ids, want);
+    }
+    QVERIFY2(engine->stats().maxBatchSeen > 1, "requests never shared a decode step");
+    QVERIFY(engine->stats().maxBatchSeen <= 4);
+  }
+
+  // One mixed batch: rows with adapter a, adapter b and none, against each adapter merged.
+  void runtimeLoraEqualsMerged() {
+    infer::SchedulerOptions so;
+    so.maxBatch = 8;
+    so.maxModelLen = 128;
+    so.loras = {{"a", dir_ + "/lora_a"}, {"b", dir_ + "/lora_b"}};
+    auto engine = infer::BatchScheduler::open(dir_, so);
+    Collector c;
+    const std::vector<std::string> adapters = {"a", "", "b", "a", "b", ""};
+    for (size_t i = 0; i < adapters.size(); ++i)
+      engine->submit(c.wrap(greedy(promptOf(6 + int(i), int(i)), 16, adapters[i]), i));
+    QVERIFY(c.wait());
+    for (size_t i = 0; i < adapters.size(); ++i) {
+      const std::string merged = adapters[i].empty() ? "" : dir_ + "/lora_" + adapters[i];
+      QCOMPARE(c.result(i).ids, singleSequence(dir_, promptOf(6 + int(i), int(i)), 16, merged));
+    }
+    // The adapters change the output at all (otherwise the comparison proves nothing).
+    QVERIFY(singleSequence(dir_, promptOf(6, 0), 16, dir_ + "/lora_a") != singleSequence(dir_, promptOf(6, 0), 16));
+  }
+
+  void seedsReproduce() {
+    infer::SchedulerOptions so;
+    so.maxModelLen = 128;
+    auto engine = infer::BatchScheduler::open(dir_, so);
+    Collector c;
+    for (size_t i = 0; i < 3; ++i) {
+      infer::ServeRequest r = greedy(promptOf(5, 1), 24);
+      r.sampling.temperature = 1.0;
+      r.sampling.topP = 0.95;
+      r.sampling.seed = i < 2 ? 42 : 43;
+      engine->submit(c.wrap(r, i));
+    }
+    QVERIFY(c.wait());
+    QCOMPARE(c.result(0).ids, c.result(1).ids);
+    QVERIFY(c.result(0).ids != c.result(2).ids);
+  }
+
+  void stopStringsIdsAndMinTokens() {
+    infer::SchedulerOptions so;
+    so.maxModelLen = 128;
+    auto engine = infer::BatchScheduler::open(dir_, so);
+    Collector c;
+    engine->submit(c.wrap(greedy(promptOf(4, 3), 40), 0));
+    QVERIFY(c.wait());
+    const infer::ServeResult full = c.result(0);
+    QVERIFY(full.text.size() >= 20);
+    // A stop string from the middle of the text: output ends right before it.
+    const std::string stop = full.text.substr(10, 3);
+    const size_t at = full.text.find(stop);
+    infer::ServeRequest r = greedy(promptOf(4, 3), 40);
+    r.stopStrings = {stop};
+    engine->submit(c.wrap(r, 1));
+    // A stop id: the 5th greedy token ends it and is not part of the output.
+    infer::ServeRequest r2 = greedy(promptOf(4, 3), 40);
+    r2.stopIds = {full.ids[4]};
+    engine->submit(c.wrap(r2, 2));
+    // min_tokens keeps a stop id from ending it before 8 tokens.
+    infer::ServeRequest r3 = r2;
+    r3.minTokens = 8;
+    engine->submit(c.wrap(r3, 3));
+    QVERIFY(c.wait());
+    QCOMPARE(c.result(1).finishReason, std::string("stop"));
+    QCOMPARE(c.result(1).text, full.text.substr(0, at));
+    QCOMPARE(c.streamed(1) + c.result(1).unsent, full.text.substr(0, at));  // the stop string never streamed
+    QCOMPARE(c.result(1).stopReason, stop);
+    const size_t firstStop = size_t(std::find(full.ids.begin(), full.ids.end(), full.ids[4]) - full.ids.begin());
+    QCOMPARE(c.result(2).ids, std::vector<int32_t>(full.ids.begin(), full.ids.begin() + long(firstStop)));
+    QCOMPARE(c.result(2).finishReason, std::string("stop"));
+    QVERIFY(c.result(3).ids.size() >= 8);
+  }
+
+  void cancelFreesTheSlot() {
+    infer::SchedulerOptions so;
+    so.maxBatch = 1;
+    so.maxModelLen = 4096;
+    auto engine = infer::BatchScheduler::open(dir_, so);
+    Collector c;
+    const uint64_t id = engine->submit(c.wrap(greedy(promptOf(4, 1), 4000), 0));
+    engine->submit(c.wrap(greedy(promptOf(4, 2), 5), 1));  // waits for the only slot
+    engine->cancel(id);
+    QVERIFY(c.wait());
+    QCOMPARE(c.result(0).finishReason, std::string("cancelled"));
+    QVERIFY(c.result(0).ids.size() < 4000);
+    QCOMPARE(c.result(1).finishReason, std::string("length"));
+    QCOMPARE(engine->stats().cancelled, uint64_t(1));
+    QCOMPARE(engine->stats().running, 0);
+  }
+
+  void rejectsRequestsThatCannotRun() {
+    infer::SchedulerOptions so;
+    so.maxModelLen = 64;
+    so.loras = {{"a", dir_ + "/lora_a"}};
+    auto engine = infer::BatchScheduler::open(dir_, so);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, engine->submit(greedy(promptOf(60, 1), 10)));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, engine->submit(greedy({}, 10)));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, engine->submit(greedy(promptOf(4, 1), 10, "nope")));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, engine->submit(greedy({9999}, 10)));
+  }
+};
+
+QTEST_GUILESS_MAIN(TestBatchScheduler)
+#include "test_batch_scheduler.moc"

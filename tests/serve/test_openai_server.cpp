@@ -1,0 +1,318 @@
+// The OpenAI-compatible server on an ephemeral loopback port, driven by cpp-httplib's
+// client: vLLM's SSE framing for both endpoints (role-first chat delta, finish chunk,
+// usage chunk, [DONE]), non-streaming bodies, errors with their statuses, /v1/models with
+// adapters, per-request adapters, a client that disconnects, and the API key.
+#include <QProcess>
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <cctype>
+#include <chrono>
+#include <csignal>
+#include <thread>
+
+#include "tests/serve/serve_fixture.h"
+
+using namespace crosslab;
+using nlohmann::json;
+
+namespace {
+
+std::unique_ptr<testing::LocalServer> startServer(const std::string& dir, const std::string& apiKey = {}) {
+  infer::SchedulerOptions so;
+  so.maxBatch = 4;
+  so.maxModelLen = 4096;
+  so.prefillChunk = 16;
+  so.loras = {{"lora_a", dir + "/lora_a"}, {"lora_b", dir + "/lora_b"}};
+  serve::ServerOptions opt;
+  opt.baseModelId = "tiny";
+  opt.apiKey = apiKey;
+  opt.httpThreads = 32;
+  return std::make_unique<testing::LocalServer>(dir, so, opt);
+}
+
+httplib::Result post(httplib::Client& c, const std::string& path, const json& body) {
+  return c.Post(path.c_str(), body.dump(), "application/json");
+}
+
+// The error body's shape and status.
+void checkError(const httplib::Result& r, int status, const std::string& needle) {
+  QVERIFY(r);
+  QCOMPARE(r->status, status);
+  const json e = json::parse(r->body);
+  QVERIFY2(e.contains("error") && e["error"].is_object(), r->body.c_str());
+  QCOMPARE(e["error"]["code"].get<int>(), status);
+  QVERIFY(e["error"]["type"].is_string());
+  QVERIFY2(e["error"]["message"].get<std::string>().find(needle) != std::string::npos, r->body.c_str());
+}
+
+}  // namespace
+
+class TestOpenAiServer : public QObject {
+  Q_OBJECT
+  QTemporaryDir tmp_;
+  std::string dir_;
+  std::unique_ptr<testing::LocalServer> server_;
+
+ private slots:
+  void initTestCase() {
+    std::signal(SIGPIPE, SIG_IGN);
+    QVERIFY(tmp_.isValid());
+    dir_ = tmp_.path().toStdString();
+    testing::writeServeFixture(dir_);
+    server_ = startServer(dir_);
+  }
+  void cleanupTestCase() { server_.reset(); }
+
+  void healthAndModels() {
+    auto c = server_->client();
+    auto h = c.Get("/health");
+    QVERIFY(h);
+    QCOMPARE(h->status, 200);
+    auto m = c.Get("/v1/models");
+    QVERIFY(m);
+    QCOMPARE(m->status, 200);
+    const json j = json::parse(m->body);
+    QCOMPARE(j["object"].get<std::string>(), std::string("list"));
+    QCOMPARE(j["data"].size(), size_t(3));
+    QCOMPARE(j["data"][0]["id"].get<std::string>(), std::string("tiny"));
+    QVERIFY(j["data"][0]["parent"].is_null());
+    QCOMPARE(j["data"][0]["max_model_len"].get<int>(), 4096);
+    for (int i = 1; i < 3; ++i) {
+      QCOMPARE(j["data"][i]["object"].get<std::string>(), std::string("model"));
+      QCOMPARE(j["data"][i]["parent"].get<std::string>(), std::string("tiny"));
+    }
+    QCOMPARE(j["data"][1]["id"].get<std::string>(), std::string("lora_a"));
+  }
+
+  // Streamed text == non-streamed text (greedy), frames exactly as vLLM writes them.
+  void completionsStreamingAndWhole() {
+    auto c = server_->client();
+    const json req = {{"model", "tiny"}, {"prompt", "hello world"}, {"max_tokens", 12}, {"temperature", 0}, {"ignore_eos", true}};
+    auto whole = post(c, "/v1/completions", req);
+    QVERIFY(whole);
+    QCOMPARE(whole->status, 200);
+    const json w = json::parse(whole->body);
+    QCOMPARE(w["object"].get<std::string>(), std::string("text_completion"));
+    QVERIFY(w["id"].get<std::string>().rfind("cmpl-", 0) == 0);
+    QCOMPARE(w["choices"][0]["finish_reason"].get<std::string>(), std::string("length"));
+    QCOMPARE(w["usage"]["completion_tokens"].get<int>(), 12);
+    QCOMPARE(w["usage"]["prompt_tokens"].get<int>(), 12);  // BOS + 11 bytes
+    QCOMPARE(w["usage"]["total_tokens"].get<int>(), 24);
+
+    json sreq = req;
+    sreq["stream"] = true;
+    sreq["stream_options"] = {{"include_usage", true}};
+    auto s = post(c, "/v1/completions", sreq);
+    QVERIFY(s);
+    QCOMPARE(s->status, 200);
+    QVERIFY(s->get_header_value("Content-Type").rfind("text/event-stream", 0) == 0);
+    bool ok = false;
+    const auto frames = testing::sseFrames(s->body, &ok);
+    QVERIFY2(ok, s->body.c_str());
+    QVERIFY(frames.size() >= 4);
+    QCOMPARE(frames.back(), std::string("[DONE]"));
+    const json usage = json::parse(frames[frames.size() - 2]);
+    QVERIFY(usage["choices"].is_array() && usage["choices"].empty());
+    QCOMPARE(usage["usage"]["completion_tokens"].get<int>(), 12);
+    const json finish = json::parse(frames[frames.size() - 3]);
+    QCOMPARE(finish["choices"][0]["finish_reason"].get<std::string>(), std::string("length"));
+    std::string text;
+    for (size_t i = 0; i + 3 < frames.size(); ++i) {
+      const json f = json::parse(frames[i]);
+      QCOMPARE(f["object"].get<std::string>(), std::string("text_completion"));
+      QVERIFY(f["choices"][0]["finish_reason"].is_null());
+      text += f["choices"][0]["text"].get<std::string>();
+    }
+    QCOMPARE(text, w["choices"][0]["text"].get<std::string>());
+  }
+
+  void chatStreamingAndWhole() {
+    auto c = server_->client();
+    const json req = {{"model", "lora_a"},
+                      {"messages", {{{"role", "user"}, {"content", "hi there"}}}},
+                      {"max_completion_tokens", 10},
+                      {"temperature", 0},
+                      {"ignore_eos", true}};
+    auto whole = post(c, "/v1/chat/completions", req);
+    QVERIFY(whole);
+    QCOMPARE(whole->status, 200);
+    const json w = json::parse(whole->body);
+    QCOMPARE(w["object"].get<std::string>(), std::string("chat.completion"));
+    QCOMPARE(w["model"].get<std::string>(), std::string("lora_a"));
+    QCOMPARE(w["choices"][0]["message"]["role"].get<std::string>(), std::string("assistant"));
+    QCOMPARE(w["usage"]["completion_tokens"].get<int>(), 10);
+
+    json sreq = req;
+    sreq["stream"] = true;  // no include_usage: no usage chunk
+    auto s = post(c, "/v1/chat/completions", sreq);
+    QVERIFY(s);
+    bool ok = false;
+    const auto frames = testing::sseFrames(s->body, &ok);
+    QVERIFY2(ok, s->body.c_str());
+    QCOMPARE(frames.back(), std::string("[DONE]"));
+    const json first = json::parse(frames[0]);
+    QCOMPARE(first["object"].get<std::string>(), std::string("chat.completion.chunk"));
+    QCOMPARE(first["choices"][0]["delta"], json({{"role", "assistant"}, {"content", ""}}));
+    const json finish = json::parse(frames[frames.size() - 2]);
+    QCOMPARE(finish["choices"][0]["finish_reason"].get<std::string>(), std::string("length"));
+    std::string text;
+    for (size_t i = 1; i + 2 < frames.size(); ++i) {
+      const json f = json::parse(frames[i]);
+      QVERIFY(!f.contains("usage") || f["usage"].is_null());
+      text += f["choices"][0]["delta"]["content"].get<std::string>();
+    }
+    QCOMPARE(text, w["choices"][0]["message"]["content"].get<std::string>());
+    // The adapter is applied: the base model answers differently.
+    json base = req;
+    base["model"] = "tiny";
+    const json b = json::parse(post(c, "/v1/chat/completions", base)->body);
+    QVERIFY(b["choices"][0]["message"]["content"] != w["choices"][0]["message"]["content"]);
+  }
+
+  void stopStringAndSeed() {
+    auto c = server_->client();
+    json req = {{"prompt", "abc"}, {"max_tokens", 30}, {"temperature", 0}, {"ignore_eos", true}};
+    const std::string full = json::parse(post(c, "/v1/completions", req)->body)["choices"][0]["text"];
+    QVERIFY(full.size() > 12);
+    // Two ASCII letters from inside the text (generated bytes may be invalid UTF-8, which
+    // the server sends as U+FFFD).
+    size_t pos = 4;
+    while (pos + 1 < full.size() && !(std::isalpha(static_cast<unsigned char>(full[pos])) &&
+                                      std::isalpha(static_cast<unsigned char>(full[pos + 1]))))
+      ++pos;
+    QVERIFY(pos + 1 < full.size());
+    const std::string stop = full.substr(pos, 2);
+    req["stop"] = {stop};
+    const json r = json::parse(post(c, "/v1/completions", req)->body);
+    QCOMPARE(r["choices"][0]["text"].get<std::string>(), full.substr(0, full.find(stop)));
+    QCOMPARE(r["choices"][0]["finish_reason"].get<std::string>(), std::string("stop"));
+    QCOMPARE(r["choices"][0]["stop_reason"].get<std::string>(), stop);
+    json seeded = {{"prompt", "abc"}, {"max_tokens", 20}, {"temperature", 1.0}, {"top_k", 50}, {"seed", 7}, {"ignore_eos", true}};
+    const auto t1 = json::parse(post(c, "/v1/completions", seeded)->body)["choices"][0]["text"];
+    const auto t2 = json::parse(post(c, "/v1/completions", seeded)->body)["choices"][0]["text"];
+    QCOMPARE(t1, t2);
+  }
+
+  void errors() {
+    auto c = server_->client();
+    checkError(c.Post("/v1/completions", "{not json", "application/json"), 400, "malformed JSON");
+    checkError(post(c, "/v1/completions", json::array()), 400, "JSON object");
+    checkError(post(c, "/v1/completions", {{"prompt", "x"}, {"max_tokens", "ten"}}), 400, "max_tokens");
+    checkError(post(c, "/v1/completions", {{"prompt", 5}}), 400, "prompt");
+    checkError(post(c, "/v1/completions", {{"prompt", "x"}, {"temperature", "hot"}}), 400, "temperature");
+    checkError(post(c, "/v1/completions", {{"prompt", "x"}, {"stream", "yes"}}), 400, "stream");
+    checkError(post(c, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 1000000000}}), 400, "maximum context length");
+    checkError(post(c, "/v1/completions", {{"prompt", std::string(5000, 'a')}}), 400, "maximum context length");
+    checkError(post(c, "/v1/chat/completions", {{"messages", "hi"}}), 400, "messages");
+    checkError(post(c, "/v1/chat/completions", {{"messages", {{{"role", "wizard"}, {"content", "x"}}}}}), 400, "role");
+    checkError(post(c, "/v1/completions", {{"model", "gpt-9"}, {"prompt", "x"}}), 404, "gpt-9");
+    checkError(c.Get("/v1/nothing"), 404, "no route");
+    // The server is still fine.
+    auto ok = post(c, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}});
+    QVERIFY(ok);
+    QCOMPARE(ok->status, 200);
+  }
+
+  // A streaming client that hangs up after its first chunk: its slot is freed, the
+  // sequence counted as cancelled, long before its 4000 tokens.
+  void disconnectFreesSlot() {
+    const auto before = server_->engine().stats();
+    {
+      auto c = server_->client();
+      httplib::Request req;
+      req.method = "POST";
+      req.path = "/v1/completions";
+      req.headers = {{"Content-Type", "application/json"}};
+      req.body = json{{"prompt", "go"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}}.dump();
+      int chunks = 0;
+      req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++chunks < 2; };
+      c.send(req);
+      QVERIFY(chunks >= 1);
+    }
+    for (int i = 0; i < 600; ++i) {  // bounded: up to a minute
+      const auto st = server_->engine().stats();
+      if (st.cancelled > before.cancelled && st.running == 0) break;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    const auto after = server_->engine().stats();
+    QCOMPARE(after.cancelled, before.cancelled + 1);
+    QCOMPARE(after.running, 0);
+    QVERIFY2(after.steps - before.steps < 3900, "the sequence ran to its end instead of being dropped");
+  }
+
+  void apiKey() {
+    auto guarded = startServer(dir_, "sekret-123");
+    auto c = guarded->client();
+    QCOMPARE(c.Get("/health")->status, 200);
+    checkError(c.Get("/v1/models"), 401, "Unauthorized");
+    checkError(post(c, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}}), 401, "Unauthorized");
+    c.set_bearer_token_auth("wrong");
+    checkError(c.Get("/v1/models"), 401, "Unauthorized");
+    c.set_bearer_token_auth("sekret-123");
+    QCOMPARE(c.Get("/v1/models")->status, 200);
+    QCOMPARE(post(c, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}})->status, 200);
+  }
+
+  // The command as users run it: key from the environment, one "listening on" line,
+  // SIGTERM stops it cleanly (exit 0); the key never appears in its output.
+  void cliServeWithKeyAndSigterm() {
+    QProcess p;
+    auto env = QProcessEnvironment::systemEnvironment();
+    env.insert("CROSSLAB_TEST_KEY", "k3y-from-env");
+    p.setProcessEnvironment(env);
+    p.start(CROSSLAB_CLI, {"serve", "--model", QString::fromStdString(dir_), "--port", "0", "--max-batch", "2",
+                           "--max-model-len", "256", "--lora", "lora_a=" + QString::fromStdString(dir_) + "/lora_a",
+                           "--lora", "lora_b=" + QString::fromStdString(dir_) + "/lora_b", "--api-key-env", "CROSSLAB_TEST_KEY"});
+    QVERIFY(p.waitForStarted());
+    QByteArray line;
+    for (int i = 0; i < 600 && !line.contains('\n'); ++i) {
+      p.waitForReadyRead(100);
+      line += p.readAllStandardOutput();
+    }
+    QVERIFY2(line.startsWith("listening on http://127.0.0.1:"), line.constData());
+    const int port = line.trimmed().split(':').last().toInt();
+    QVERIFY(port > 0);
+    httplib::Client c("127.0.0.1", port);
+    QCOMPARE(c.Get("/v1/models")->status, 401);
+    c.set_bearer_token_auth("k3y-from-env");
+    const json models = json::parse(c.Get("/v1/models")->body);
+    QCOMPARE(models["data"].size(), size_t(3));  // base (the folder's name) + both adapters
+    QCOMPARE(models["data"][2]["id"].get<std::string>(), std::string("lora_b"));
+    p.terminate();  // SIGTERM
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitStatus(), QProcess::NormalExit);
+    QCOMPARE(p.exitCode(), 0);
+    const QByteArray all = line + p.readAllStandardOutput() + p.readAllStandardError();
+    QVERIFY(!all.contains("k3y-from-env"));
+  }
+
+  void cliServeMergedAdapter() {
+    QProcess p;
+    p.start(CROSSLAB_CLI, {"serve", "--model", QString::fromStdString(dir_), "--port", "0", "--max-model-len", "256",
+                           "--lora", "lora_a=" + QString::fromStdString(dir_) + "/lora_a", "--merge", "lora_a"});
+    QVERIFY(p.waitForStarted());
+    QByteArray line;
+    for (int i = 0; i < 600 && !line.contains('\n'); ++i) {
+      p.waitForReadyRead(100);
+      line += p.readAllStandardOutput();
+    }
+    QVERIFY2(line.startsWith("listening on http://127.0.0.1:"), line.constData());
+    httplib::Client c("127.0.0.1", line.trimmed().split(':').last().toInt());
+    const json models = json::parse(c.Get("/v1/models")->body);
+    QCOMPARE(models["data"].size(), size_t(1));
+    QCOMPARE(models["data"][0]["id"].get<std::string>(), std::string("lora_a"));
+    // Merged weights answer as the runtime adapter does (greedy).
+    const json req = {{"model", "lora_a"}, {"prompt", "merge me"}, {"max_tokens", 16}, {"temperature", 0}, {"ignore_eos", true}};
+    const json merged = json::parse(post(c, "/v1/completions", req)->body);
+    auto rc = server_->client();
+    const json runtime = json::parse(post(rc, "/v1/completions", req)->body);
+    QCOMPARE(merged["choices"][0]["text"], runtime["choices"][0]["text"]);
+    p.terminate();
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 0);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestOpenAiServer)
+#include "test_openai_server.moc"
