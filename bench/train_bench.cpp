@@ -2,7 +2,7 @@
 // Trainer against the PyTorch eager peer (ref_lora_train.py, what HF Trainer + PEFT run) on
 // the same checkpoint and shapes, in the same run. Prints one line per figure.
 //
-//   train_bench CKPT [--peer /tmp/peers/ref_lora_train.py] [--steps N] [--threads T]
+//   train_bench CKPT [--peer /tmp/peers/ref_lora_train.py] [--steps N] [--threads T] [--dtypes f32,bf16]
 //
 // Shapes: batch 4 × 128 tokens of random ids; "all" trains every position, "sft" masks the
 // first 75% of label positions (--prompt-frac 0.75 on the peer). The first 2 steps are
@@ -88,23 +88,25 @@ double peerTokensPerSecond(const std::string& peer, const std::string& ckpt, int
 
 int main(int argc, char** argv) {
   if (argc < 2) {
-    std::cerr << "usage: train_bench CKPT [--peer ref_lora_train.py] [--steps N] [--threads T]\n";
+    std::cerr << "usage: train_bench CKPT [--peer ref_lora_train.py] [--steps N] [--threads T] [--dtypes f32,bf16]\n";
     return 2;
   }
   const std::string ckpt = argv[1];
-  std::string peer;
+  std::string peer, dtypes = "f32,bf16";
   int steps = 6, threads = int(std::max(1u, std::thread::hardware_concurrency()));
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
     if (k == "--peer") peer = v;
     else if (k == "--steps") steps = std::stoi(v);
     else if (k == "--threads") threads = std::stoi(v);
+    else if (k == "--dtypes") dtypes = v;
   }
   at::set_num_threads(threads);
   const double peak = matmulPeakGflops(at::kBFloat16);
   std::printf("matmul bf16 peak (2048^3): %.1f GFLOP/s; fp32: %.1f GFLOP/s; threads %d\n", peak,
               matmulPeakGflops(at::kFloat), threads);
   for (const bool bf16 : {false, true}) {
+    if (dtypes.find(bf16 ? "bf16" : "f32") == std::string::npos) continue;
     auto m = model::LlamaModel::load(ckpt, bf16 ? at::kBFloat16 : at::kFloat, at::kCPU);
     const auto& c = m.config();
     // Frozen-base LoRA training ≈ 4 FLOPs per linear weight per token (forward + input
