@@ -12,6 +12,7 @@
 #include "backends/cli/backend_commands.h"
 #include "core/cli/command.h"
 #include "core/cli/engine_commands.h"
+#include "core/cli/train_commands.h"
 
 int main(int argc, char** argv) {
   // Commands that use Qt Network need an application object; it needs no display.
@@ -24,6 +25,7 @@ int main(int argc, char** argv) {
 
   auto commands = crosslab::cli::coreCommands();
   crosslab::cli::addEngineCommands(commands);  // local engine (libtorch)
+  crosslab::cli::addTrainCommands(commands);   // LoRA training and merge (libtorch)
   crosslab::backends::addBackendCommands(commands);
   crosslab::cli::addDemoCommand(commands);  // last: it runs `train` when the build has one
   std::vector<std::string> args(argv + 1, argv + argc);

@@ -189,9 +189,9 @@ void TrainingPanel::updateStatus() {
   const auto* r = ids.isEmpty() ? nullptr : model_->run(model_->rowOfRun(ids.front()));
   if (!r) {
     status_->setText(model_->rowCount() == 0
-                         ? tr("No training runs in this lab yet. Runs that <code>crosslab-cli train --lab LAB</code> "
-                              "records (local or remote) appear here live; this build does not have the "
-                              "trainer yet.")
+                         ? tr("No training runs in this lab yet. Start one with New Run, or run "
+                              "<code>crosslab-cli train --model DIR --data FILE --out RUN_DIR --lab LAB</code>; "
+                              "runs appear here live.")
                          : tr("Select a run to see its curves; select several to compare them."));
     status_->setStyleSheet({});
     progress_->setVisible(false);
