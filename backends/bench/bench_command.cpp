@@ -25,7 +25,7 @@ using cli::UsageError;
 using nlohmann::json;
 
 std::atomic<bool> gStop{false};
-extern "C" void onStopSignal(int) { gStop = true; }
+void onBenchStopSignal(int) { gStop = true; }  // internal linkage: one per command
 
 // SIGINT / SIGTERM end the current level cleanly (finished levels are kept).
 struct StopSignals {
@@ -33,7 +33,7 @@ struct StopSignals {
   StopSignals() {
     gStop = false;
     struct sigaction sa {};
-    sa.sa_handler = onStopSignal;
+    sa.sa_handler = onBenchStopSignal;
     sigemptyset(&sa.sa_mask);
     sigaction(SIGINT, &sa, &oldInt);
     sigaction(SIGTERM, &sa, &oldTerm);

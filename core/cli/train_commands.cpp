@@ -30,7 +30,7 @@ namespace fs = std::filesystem;
 using nlohmann::json;
 
 std::atomic<bool> gStop{false};
-extern "C" void onStopSignal(int) { gStop = true; }
+void onTrainStopSignal(int) { gStop = true; }  // internal linkage: one per command
 
 fs::path requiredDir(const Args& args, const std::string& name) {
   const auto v = args.value(name);
@@ -191,8 +191,8 @@ int trainCommand(const Args& args, Context& ctx) {
   train::Trainer trainer(model, recipe, std::move(trainSet), std::move(evalSet), opts);
   if (auto lab = args.value("--lab"))
     mirror.emplace(*lab, runDir, modelDir.string(), trainer.totalSteps(), train::recipeToJson(recipe));
-  std::signal(SIGTERM, onStopSignal);
-  std::signal(SIGINT, onStopSignal);
+  std::signal(SIGTERM, onTrainStopSignal);
+  std::signal(SIGINT, onTrainStopSignal);
   train::TrainResult result;
   try {
     result = trainer.run();
