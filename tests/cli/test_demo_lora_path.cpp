@@ -42,7 +42,8 @@ cli::Command standInTrain(TrainCall& call, bool fail) {
             spec.layers = 2;
             spec.heads = 4;
             spec.kvHeads = 2;
-            testing::writeTinyLora(*args.value("--out"), spec, 4, 8, false, 3);
+            // alpha 64 (scaling 16): large enough that the merged adapter changes greedy answers.
+            testing::writeTinyLora(*args.value("--out"), spec, 4, 64, false, 3);
             return 0;
           }};
 }
