@@ -45,7 +45,7 @@ int main(int argc, char** argv) {
       crosslab::backends::startupLab(parser.positionalArguments(), crosslab::widgets::RecentLabs::lastLab());
   const bool isDemo = QDir(lab).absolutePath() == QDir(crosslab::backends::demoLabPath()).absolutePath();
   if (isDemo && !crosslab::store::LabStore::isLab(lab.toStdString()))
-    window.createLab(lab, "demo");
+    QTimer::singleShot(0, &window, [&window, lab] { window.buildDemoLab(lab, qEnvironmentVariableIsSet("CROSSLAB_DEMO_QUICK")); });
   else
     window.openLab(lab);
   if (parser.isSet(panel)) window.showPanel(static_cast<MainWindow::Panel>(parser.value(panel).toInt() - 1));

@@ -24,6 +24,8 @@
 
 #include "backends/lab_session.h"
 #include "widgets/benchmarks_panel.h"
+#include "core/store/lab_store.h"
+#include "widgets/demo_runner.h"
 #include "widgets/empty_state_panel.h"
 #include "widgets/venues_panel.h"
 #include "widgets/log_panel.h"
@@ -207,6 +209,17 @@ bool MainWindow::createLab(const QString& dir, const QString& name) {
   RecentLabs::touch(session_->path());
   rebuildRecentMenu();
   return true;
+}
+
+void MainWindow::buildDemoLab(const QString& dir, bool quick) {
+  auto* runner = new DemoRunner(dir, quick, this);
+  connect(runner, &DemoRunner::finished, this, [this, runner, dir](bool ok, const QString& reason) {
+    runner->deleteLater();
+    if (!ok) showError(tr("The demo lab is incomplete"), reason);
+    if (store::LabStore::isLab(dir.toStdString())) openLab(dir);
+    else createLab(dir, "demo");
+  });
+  runner->start();
 }
 
 void MainWindow::onNewLab() {

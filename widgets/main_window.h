@@ -33,6 +33,9 @@ class MainWindow : public QMainWindow {
   // the lab that was open. Returns whether the lab was opened.
   bool openLab(const QString& dir);
   bool createLab(const QString& dir, const QString& name);
+  // First start: build the demo lab with `crosslab-cli demo` behind a progress dialog, then
+  // open it (a failed or cancelled demo still opens whatever it made, and says why).
+  void buildDemoLab(const QString& dir, bool quick = false);
 
   void showPanel(Panel panel);
   Panel currentPanel() const;
