@@ -143,6 +143,9 @@ DemoLabReport runDemoLab(const fs::path& path, const DemoLabOptions& o) {
   phase(r, o, "eval base", [&] {
     r.base = evaluate(r.baseModelDir, "demo-base", "", corpus, plan, o);
     recordSamples(*lab, r.evalSha256, r.base);
+    // The Review panel opens the eval set named by this lab setting.
+    auto st = lab->db().prepare("INSERT OR REPLACE INTO settings(key, value) VALUES ('review.eval_path', ?)");
+    st.bind(1, std::filesystem::absolute(dataDir / "demo_eval.jsonl").string()).run();
   });
   if (r.loraRunDir) {
     phase(r, o, "eval lora", [&] {
