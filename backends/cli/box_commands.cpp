@@ -47,7 +47,7 @@ int boxAdd(const Args& args, Context& ctx) {
     if (!fs::is_regular_file(*key)) throw std::runtime_error("no key file at " + *key);
     box.keyFile = fs::absolute(*key).string();
   }
-  if (args.has("--price-per-hour")) box.pricePerHour = doubleOption(args, "--price-per-hour", 0);
+  if (args.has("--price-per-hour")) box.pricePerHour = args.number("--price-per-hour", 0);
   box.state = "ready";
   auto lab = openVenueLab(args);
   venues::VenueStore store(lab);
@@ -164,7 +164,7 @@ int boxForward(const Args& args, Context& ctx) {
   const std::string name = args.positional(0, "NAME");
   const int local = toPort(args.positional(1, "LOCAL_PORT"), "LOCAL_PORT");
   const int remote = toPort(args.positional(2, "REMOTE_PORT"), "REMOTE_PORT");
-  const int seconds = intOption(args, "--for", 0);
+  const int seconds = args.integer("--for", 0);
   auto lab = openVenueLab(args);
   venues::VenueStore store(lab);
   const auto box = requireBox(store, name);

@@ -61,29 +61,7 @@ ssh::SshTarget sshTargetFor(const venues::BoxRow& box, const cli::Args& args) {
   return t;
 }
 
-int intOption(const cli::Args& args, const char* name, int fallback) {
-  const auto v = args.value(name);
-  if (!v) return fallback;
-  size_t used = 0;
-  try {
-    const int n = std::stoi(*v, &used);
-    if (used == v->size()) return n;
-  } catch (const std::exception&) {
-  }
-  throw cli::UsageError(std::string(name) + " needs a whole number, not '" + *v + "'");
-}
 
-double doubleOption(const cli::Args& args, const char* name, double fallback) {
-  const auto v = args.value(name);
-  if (!v) return fallback;
-  size_t used = 0;
-  try {
-    const double d = std::stod(*v, &used);
-    if (used == v->size()) return d;
-  } catch (const std::exception&) {
-  }
-  throw cli::UsageError(std::string(name) + " needs a number, not '" + *v + "'");
-}
 
 venues::SecretGuard secretGuard() {
   auto guard = venues::SecretGuard::fromEnvironment();

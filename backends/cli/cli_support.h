@@ -28,11 +28,6 @@ venues::BoxRow requireBox(venues::VenueStore& venues, const std::string& name);
 // --known-hosts FILE, else $CROSSLAB_HOME/known_hosts; --accept-new.
 ssh::SshTarget sshTargetFor(const venues::BoxRow& box, const cli::Args& args);
 
-// A numeric option, or `fallback` when absent; UsageError (exit 2) naming the option
-// when it is not a number.
-int intOption(const cli::Args& args, const char* name, int fallback);
-double doubleOption(const cli::Args& args, const char* name, double fallback);
-
 // The guard every upload and remote command goes through: secret-looking environment
 // variables plus crosslab's keyring entries.
 venues::SecretGuard secretGuard();

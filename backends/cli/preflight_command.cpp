@@ -52,7 +52,7 @@ void checkOnBox(const Args& args, const fs::path& model, venues::PreflightReport
   if (avail) venues::checkDisk(*avail, need, report);
   else report.add(Finding::Level::Warning, "disk", "could not read free space on " + box.name);
   std::optional<double> mem;
-  if (args.has("--gpu-memory-gb")) mem = doubleOption(args, "--gpu-memory-gb", 0);
+  if (args.has("--gpu-memory-gb")) mem = args.number("--gpu-memory-gb", 0);
   else mem = gpuMemoryGb(session);
   if (!mem) {
     report.add(Finding::Level::Warning, "fit", "GPU memory of " + box.name + " unknown (pass --gpu-memory-gb)");
@@ -63,7 +63,7 @@ void checkOnBox(const Args& args, const fs::path& model, venues::PreflightReport
   std::ifstream cin(model / "config.json");
   const auto config = nlohmann::json::parse(cin, nullptr, false);
   if (config.is_discarded()) return;  // the model-folder check already reported it
-  const int gpus = intOption(args, "--gpus", recipe.gpus);
+  const int gpus = args.integer("--gpus", recipe.gpus);
   venues::checkFit(config, recipe, gpus, *mem, std::nullopt, report);
   ctx.err << "checked " << box.name << " (" << *mem << " GB per GPU)\n";
 }

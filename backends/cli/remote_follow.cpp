@@ -76,9 +76,9 @@ void followAndReport(const cli::Args& args, cli::Context& ctx, ssh::SshSession& 
                      const venues::BoxRow& box, store::LabStore& lab, const std::string& engine,
                      const venues::LoraRecipe& recipe) {
   train::RunMonitorOptions opt;
-  opt.stallFloorSeconds = doubleOption(args, "--stall-s", 60);
+  opt.stallFloorSeconds = args.number("--stall-s", 60);
   train::RunMonitor monitor(opt);
-  const int pollMs = intOption(args, "--poll-ms", 5000);
+  const int pollMs = args.integer("--poll-ms", 5000);
   const auto runId = recordRun(lab, box, engine, recipe, run.workDir());
   size_t recorded = 0;
   std::int64_t shownStep = -1;

@@ -44,9 +44,9 @@ venues::ServeSpec specFrom(const cli::Args& args) {
   s.engine = args.value("--engine").value_or("");
   s.model = args.value("--model").value_or("");
   if (s.engine.empty() || s.model.empty()) throw cli::UsageError("--engine and --model are required");
-  s.port = intOption(args, "--port", 8000);
-  s.tensorParallel = intOption(args, "--tp", 1);
-  if (args.has("--max-model-len")) s.maxModelLen = intOption(args, "--max-model-len", 0);
+  s.port = args.integer("--port", 8000);
+  s.tensorParallel = args.integer("--tp", 1);
+  if (args.has("--max-model-len")) s.maxModelLen = args.integer("--max-model-len", 0);
   s.enforceEager = args.has("--enforce-eager");
   return s;
 }
@@ -95,9 +95,9 @@ int remoteServe(const cli::Args& args, cli::Context& ctx) {
   if (!boxName) throw cli::UsageError("--box is required");
   auto spec = specFrom(args);
   spec.ray = args.has("--workers");
-  const int seconds = intOption(args, "--for", 0);
-  const int healthTimeout = intOption(args, "--health-timeout", 900);
-  const int localPort = intOption(args, "--local-port", 0);
+  const int seconds = args.integer("--for", 0);
+  const int healthTimeout = args.integer("--health-timeout", 900);
+  const int localPort = args.integer("--local-port", 0);
   auto lab = openVenueLab(args);
   venues::VenueStore store(lab);
   if (args.has("--dry-run")) {

@@ -159,8 +159,8 @@ int venuesProvision(const Args& args, Context& ctx) {
   ctx.err << "provisioned " << vm.name << " (" << offer.gpuCount << "x " << offer.gpuModel << ", $" << std::fixed
           << std::setprecision(2) << offer.pricePerHour << "/h, " << offer.minMinutes
           << " min minimum); waiting for it to run\n";
-  const int timeout = intOption(args, "--wait-timeout", 900);
-  const int pollMs = intOption(args, "--poll-ms", 5000);
+  const int timeout = args.integer("--wait-timeout", 900);
+  const int pollMs = args.integer("--poll-ms", 5000);
   try {
     client.waitRunning(vm.name, pollMs, timeout);
   } catch (const std::exception& e) {

@@ -16,20 +16,6 @@ namespace {
 
 namespace fs = std::filesystem;
 
-long intOption(const cli::Args& args, const std::string& name, long fallback, long min, long max) {
-  const auto v = args.value(name);
-  if (!v) return fallback;
-  size_t used = 0;
-  long x = 0;
-  try {
-    x = std::stol(*v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v->size() || x < min || x > max)
-    throw cli::UsageError(name + " must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
-  return x;
-}
 
 // --lora NAME=DIR, repeatable.
 std::vector<std::pair<std::string, fs::path>> loraOptions(const cli::Args& args) {
@@ -81,17 +67,17 @@ int runServe(const cli::Args& args, cli::Context& ctx) {
   if (!model) throw cli::UsageError("--model DIR is required");
   if (!fs::is_directory(*model)) throw std::runtime_error(*model + ": not a directory");
   infer::SchedulerOptions so;
-  so.maxBatch = int(intOption(args, "--max-batch", 32, 1, 1024));
-  so.maxModelLen = int(intOption(args, "--max-model-len", 0, 1, 1 << 20));
-  so.prefillChunk = int(intOption(args, "--prefill-chunk", 128, 1, 1 << 16));
-  so.threads = int(intOption(args, "--threads", 0, 0, 1024));
+  so.maxBatch = int(args.integer("--max-batch", 32, 1, 1024));
+  so.maxModelLen = int(args.integer("--max-model-len", 0, 1, 1 << 20));
+  so.prefillChunk = int(args.integer("--prefill-chunk", 128, 1, 1 << 16));
+  so.threads = int(args.integer("--threads", 0, 0, 1024));
   so.dtype = args.value("--dtype").value_or("f32");
   if (so.dtype != "f32" && so.dtype != "bf16") throw cli::UsageError("--dtype must be bf16 or f32");
   so.loras = loraOptions(args);
 
   ServerOptions opt;
   opt.host = args.value("--host").value_or("127.0.0.1");
-  opt.port = int(intOption(args, "--port", 8000, 0, 65535));
+  opt.port = int(args.integer("--port", 8000, 0, 65535));
   opt.baseModelId = args.value("--served-model-name").value_or(fs::path(*model).lexically_normal().filename().string());
   if (opt.baseModelId.empty()) opt.baseModelId = fs::absolute(*model).lexically_normal().parent_path().filename().string();
   opt.httpThreads = so.maxBatch * 4 + 64;

@@ -51,6 +51,38 @@ std::vector<std::string> Args::values(const std::string& name) const {
   return it == all_.end() ? std::vector<std::string>{} : it->second;
 }
 
+long long Args::integer(const std::string& name, long long fallback, long long min, long long max) const {
+  const auto v = value(name);
+  if (!v) return fallback;
+  size_t used = 0;
+  long long x = 0;
+  try {
+    x = std::stoll(*v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == v->size() && !v->empty() && x >= min && x <= max) return x;
+  std::string range;
+  if (min != std::numeric_limits<long long>::min() || max != std::numeric_limits<long long>::max())
+    range = max == std::numeric_limits<long long>::max() ? " >= " + std::to_string(min)
+                                                         : " in [" + std::to_string(min) + ", " + std::to_string(max) + "]";
+  throw UsageError(name + " needs a whole number" + range + ", not '" + *v + "'");
+}
+
+double Args::number(const std::string& name, double fallback) const {
+  const auto v = value(name);
+  if (!v) return fallback;
+  size_t used = 0;
+  double x = 0;
+  try {
+    x = std::stod(*v, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used == v->size() && !v->empty()) return x;
+  throw UsageError(name + " needs a number, not '" + *v + "'");
+}
+
 const std::string& Args::positional(size_t index, const std::string& what) const {
   if (index >= positionals_.size()) throw UsageError("missing " + what);
   return positionals_[index];

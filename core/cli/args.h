@@ -2,6 +2,7 @@
 // Command-line arguments for one subcommand: declared options, positionals, and a
 // UsageError (exit code 2) for anything that does not fit.
 
+#include <limits>
 #include <map>
 #include <optional>
 #include <stdexcept>
@@ -31,6 +32,12 @@ class Args {
   std::optional<std::string> value(const std::string& name) const;
   // Every value of an option given more than once ("--lora a=X --lora b=Y"), in order.
   std::vector<std::string> values(const std::string& name) const;
+  // A whole-number option in [min, max] (absent: fallback); anything else is a UsageError
+  // naming the option ("--port needs a whole number in [0, 65535], not 'x'").
+  long long integer(const std::string& name, long long fallback, long long min = std::numeric_limits<long long>::min(),
+                    long long max = std::numeric_limits<long long>::max()) const;
+  // A real-number option (absent: fallback); anything else is a UsageError naming it.
+  double number(const std::string& name, double fallback) const;
   const std::vector<std::string>& positionals() const { return positionals_; }
   // The positional at `index`, or UsageError naming `what`.
   const std::string& positional(size_t index, const std::string& what) const;

@@ -61,21 +61,6 @@ tokenizer::BpeTokenizer loadTokenizer(const fs::path& dir) {
   return tokenizer::BpeTokenizer::load(dir / "tokenizer.json");
 }
 
-// Numeric option values; a malformed one is a usage error naming the option.
-long long intOption(const Args& args, const std::string& name, long long fallback, long long min, long long max) {
-  const auto v = args.value(name);
-  if (!v) return fallback;
-  size_t used = 0;
-  long long x = 0;
-  try {
-    x = std::stoll(*v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v->size() || x < min || x > max)
-    throw UsageError(name + " must be an integer in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
-  return x;
-}
 
 double numberOption(const Args& args, const std::string& name, double fallback, double min, double max) {
   const auto v = args.value(name);
@@ -97,7 +82,7 @@ infer::EngineOptions engineOptions(const Args& args) {
   o.dtype = args.value("--dtype").value_or("f32");
   if (o.dtype != "f32" && o.dtype != "bf16") throw UsageError("--dtype must be f32 or bf16");
   o.device = args.value("--device").value_or("cpu");
-  o.threads = int(intOption(args, "--threads", 0, 0, 1024));
+  o.threads = int(args.integer("--threads", 0, 0, 1024));
   o.adapter = args.value("--adapter").value_or("");
   return o;
 }
@@ -169,11 +154,11 @@ int generate(const Args& args, Context& ctx) {
   } else {
     throw UsageError("give --prompt TEXT or --prompt-ids JSON");
   }
-  g.maxTokens = int(intOption(args, "--max-tokens", 128, 0, 1 << 20));
+  g.maxTokens = int(args.integer("--max-tokens", 128, 0, 1 << 20));
   g.sampling.temperature = numberOption(args, "--temperature", 0, 0, 100);
   g.sampling.topP = numberOption(args, "--top-p", 1, 1e-9, 1);
-  g.sampling.topK = int(intOption(args, "--top-k", 0, 0, 1 << 30));
-  g.sampling.seed = uint64_t(intOption(args, "--seed", 0, 0, INT64_MAX));
+  g.sampling.topK = int(args.integer("--top-k", 0, 0, 1 << 30));
+  g.sampling.seed = uint64_t(args.integer("--seed", 0, 0, INT64_MAX));
   if (auto s = args.value("--stop")) g.stopStrings.push_back(*s);
   g.ignoreEos = args.has("--ignore-eos");
   const bool asJson = args.has("--json");

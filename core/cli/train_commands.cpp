@@ -39,22 +39,9 @@ fs::path requiredDir(const Args& args, const std::string& name) {
   return *v;
 }
 
-long long intArg(const Args& args, const std::string& name, long long fallback, long long min) {
-  const auto v = args.value(name);
-  if (!v) return fallback;
-  size_t used = 0;
-  long long x = 0;
-  try {
-    x = std::stoll(*v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v->size() || x < min) throw UsageError(name + " must be an integer >= " + std::to_string(min));
-  return x;
-}
 
 void setThreads(const Args& args) {
-  const long long t = intArg(args, "--threads", 0, 0);
+  const long long t = args.integer("--threads", 0, 0);
   at::set_num_threads(t > 0 ? int(t) : int(std::max(1u, std::thread::hardware_concurrency())));
 }
 
@@ -160,7 +147,7 @@ int trainCommand(const Args& args, Context& ctx) {
   }
   for (const auto& w : warnings) ctx.err << "warning: " << w << "\n";
   if (args.value("--val-size")) recipe.valSize = std::stod(*args.value("--val-size"));
-  recipe.evalSteps = int(intArg(args, "--eval-steps", recipe.evalSteps, 0));
+  recipe.evalSteps = int(args.integer("--eval-steps", recipe.evalSteps, 0));
   const auto problems = recipe.validate();
   if (!problems.empty()) throw UsageError("invalid recipe: " + problems.front());
   if (recipe.modelPath.empty()) throw UsageError("--model DIR is required");
