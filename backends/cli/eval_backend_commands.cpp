@@ -9,6 +9,11 @@
 
 #include "backends/cli/backend_commands.h"
 #include "backends/openai_chat_client.h"
+#include "core/infer/local_engine.h"
+#include "core/tokenizer/chat_template.h"
+
+#include <functional>
+#include <memory>
 #include "core/eval/eval_store.h"
 #include "core/eval/judge_gate.h"
 
@@ -39,29 +44,58 @@ std::string envKey(const std::string& name) {
 int evalGenerate(const Args& args, Context& ctx) {
   args.expectPositionals(0, 0);
   if (args.has("--model") == args.has("--url")) throw UsageError("give exactly one of --url URL or --model DIR");
-  if (args.has("--model")) throw std::runtime_error("local generation needs the engine (not in this build); use --url");
-  if (args.has("--adapter")) throw UsageError("with --url, select an adapter by its served name (--served-model NAME)");
+  if (args.has("--adapter") && !args.has("--model"))
+    throw UsageError("with --url, select an adapter by its served name (--served-model NAME)");
   const auto evalSet = eval::loadEvalSet(required(args, "--eval"));
   const std::string label = required(args, "--name");
   const std::string outPath = required(args, "--out");
   const std::string tmpl = args.value("--template") ? eval::readFile(*args.value("--template")) : kDefaultTemplate;
+  const int maxTokens = int(args.integer("--max-tokens", 1024, 1, 1 << 20));
+  // One prompt in, the model's raw text out: an OpenAI-compatible endpoint or the local engine.
+  std::function<std::string(const std::string&, const std::string&)> complete;
+  std::string source;
   eval::ChatRequest req;
-  req.url = required(args, "--url");
-  req.model = args.value("--served-model").value_or(label);
-  req.maxTokens = std::stoi(args.value("--max-tokens").value_or("1024"));
-  if (auto env = args.value("--api-key-env")) {
-    req.apiKey = envKey(*env);
-    if (req.apiKey.empty()) throw std::runtime_error("environment variable " + *env + " is not set");
-  }
   OpenAiChatClient client;
+  std::unique_ptr<infer::LocalEngine> engine;
+  if (args.has("--url")) {
+    req.url = required(args, "--url");
+    req.model = args.value("--served-model").value_or(label);
+    req.maxTokens = maxTokens;
+    if (auto env = args.value("--api-key-env")) {
+      req.apiKey = envKey(*env);
+      if (req.apiKey.empty()) throw std::runtime_error("environment variable " + *env + " is not set");
+    }
+    source = "generate " + req.url;
+    complete = [&](const std::string& prompt, const std::string& id) {
+      req.prompt = prompt;
+      const auto r = client.complete(req);
+      if (!r.ok) throw std::runtime_error("question " + id + ": " + r.error + " (nothing written)");
+      return r.content;
+    };
+  } else {
+    infer::EngineOptions eo;
+    eo.adapter = args.value("--adapter").value_or("");
+    engine = infer::LocalEngine::open(required(args, "--model"), eo);
+    const auto* tok = engine->tokenizer();
+    if (!tok) throw std::runtime_error(*args.value("--model") + ": no tokenizer.json for local generation");
+    source = "generate local " + *args.value("--model") + (eo.adapter.empty() ? "" : " + " + eo.adapter);
+    complete = [&, tok](const std::string& prompt, const std::string&) {
+      // The llama3 chat template, greedy, up to <|eot_id|> (as the lab's serving stack would).
+      const std::string text = tokenizer::renderLlama3Chat({{"user", prompt}}, true);
+      infer::GenerateOptions g;
+      g.maxTokens = maxTokens;
+      if (auto eot = tok->tokenId("<|eot_id|>")) g.stopIds.push_back(*eot);
+      return engine->generate(tok->encode(text, {false, true}), g).text;
+    };
+  }
   std::vector<eval::OutputRecord> outputs;
   std::string jsonl;
   for (const auto& q : evalSet.questions) {
-    req.prompt = eval::renderTemplate(tmpl, eval::rubricVars(q));
-    const auto r = client.complete(req);
-    if (!r.ok) throw std::runtime_error("question " + q.id + ": " + r.error + " (nothing written)");
-    outputs.push_back({q.id, label, r.content});
-    jsonl += json{{"id", q.id}, {"model", label}, {"output", r.content}}.dump() + "\n";
+    const std::string output = complete(eval::renderTemplate(tmpl, eval::rubricVars(q)), q.id);
+    outputs.push_back({q.id, label, output});
+    // A model can stop mid-character or write bytes that are not UTF-8: JSON Lines must stay
+    // valid, so such bytes become U+FFFD in the file (the lab keeps the raw text).
+    jsonl += json{{"id", q.id}, {"model", label}, {"output", output}}.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
     ctx.err << "generated " << outputs.size() << "/" << evalSet.questions.size() << "\r" << std::flush;
   }
   ctx.err << "\n";
@@ -69,7 +103,7 @@ int evalGenerate(const Args& args, Context& ctx) {
   if (auto labDir = args.value("--lab")) {
     auto lab = store::LabStore::open(*labDir);
     eval::EvalStore es(lab);
-    es.importOutputs(evalSet.sha256, outputs, "generate " + req.url, tmpl);
+    es.importOutputs(evalSet.sha256, outputs, source, tmpl);
   }
   ctx.out << "wrote " << outputs.size() << " outputs of " << label << " to " << outPath << " (eval " << evalSet.sha256 << ")\n";
   return 0;
@@ -188,7 +222,7 @@ void addEvalBackendCommands(std::vector<cli::Command>& commands) {
                       "generate outputs for an eval set through an OpenAI-compatible endpoint",
                       {{"--eval", true, "eval set (JSON Lines)"},
                        {"--url", true, "OpenAI-compatible base URL (http://host:port or .../v1)"},
-                       {"--model", true, "local model folder (needs the engine)"},
+                       {"--model", true, "local model folder (the libtorch engine, greedy, llama3 chat template)"},
                        {"--adapter", true, "LoRA adapter folder (local engine)"},
                        {"--name", true, "model label written with every output"},
                        {"--served-model", true, "the endpoint's model name (default: --name)"},
