@@ -9,6 +9,7 @@
 
 #include "backends/cli/backend_commands.h"
 #include "backends/openai_chat_client.h"
+#include "backends/secrets/keyring.h"
 #include "core/infer/local_engine.h"
 #include "core/tokenizer/chat_template.h"
 
@@ -190,7 +191,17 @@ int evalJudge(const Args& args, Context& ctx) {
   const auto outputs = eval::loadOutputs(outputsPath);
   auto spec = eval::loadGateSpec(required(args, "--gate"));
   OpenAiChatClient client;
-  eval::JudgeGate gate(spec, client, envKey);
+  // A judge's key: its environment variable, else the OS keyring entry of that name
+  // (`crosslab-cli secrets set NAME`). Never the lab, never the gate file.
+  const eval::JudgeGate::KeyLookup keyFor = [](const std::string& name) {
+    std::string key = envKey(name);
+    if (key.empty() && secrets::keyringCompiledIn()) {
+      const auto r = secrets::readSecret(QString::fromStdString(name), 3000);
+      if (r.ok) key = r.value.toStdString();
+    }
+    return key;
+  };
+  eval::JudgeGate gate(spec, client, keyFor);
   std::optional<store::LabStore> lab;
   std::optional<eval::EvalStore> es;
   std::vector<std::int64_t> ids;

@@ -73,7 +73,9 @@ JudgeGate::JudgeGate(GateSpec spec, ChatTransport& transport, const KeyLookup& k
     std::string key;
     if (!j.apiKeyEnv.empty()) {
       key = keys(j.apiKeyEnv);
-      if (key.empty()) throw EvalError("judge " + j.name + ": environment variable " + j.apiKeyEnv + " is not set");
+      if (key.empty())
+        throw EvalError("judge " + j.name + ": no API key: environment variable " + j.apiKeyEnv +
+                        " is not set and no keyring entry of that name");
     }
     keys_.push_back(std::move(key));
   }
