@@ -58,14 +58,14 @@ std::string stageLlamaFactory(const venues::LoraRecipe& recipe, const fs::path& 
   return prefix + (launcher.empty() ? "llamafactory-cli" : launcher) + " train train.yaml";
 }
 
-// Writes our engine's inputs; the `crosslab-cli train` flags follow issue #4's trainer.
+// Writes our engine's inputs and the `crosslab-cli train` command line that uses them.
 std::string stageCrosslab(const venues::LoraRecipe& recipe, const fs::path& data, const fs::path& stage,
                           const std::string& launcher) {
   writeFile(stage / "recipe.json", recipe.toJson().dump(2) + "\n");
   fs::create_directories(stage / "data");
   fs::copy_file(data, stage / "data" / recipe.datasetFile, fs::copy_options::overwrite_existing);
-  return (launcher.empty() ? "crosslab-cli" : launcher) + " train recipe.json --data data/" + recipe.datasetFile +
-         " --out " + recipe.outputDir;
+  return (launcher.empty() ? "crosslab-cli" : launcher) + " train --recipe recipe.json --model " +
+         ssh::shellQuote(recipe.model) + " --data data/" + recipe.datasetFile + " --out " + ssh::shellQuote(recipe.outputDir);
 }
 
 void uploadFolder(ssh::SshSession& session, const fs::path& stage, const std::string& workDir) {

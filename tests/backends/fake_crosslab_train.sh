@@ -1,10 +1,18 @@
 #!/bin/sh
-# Stand-in for `crosslab-cli train` on a box (issue #4's trainer is not built yet): reads
-# the recipe it was handed, writes our events.jsonl (a superset of trainer_log.jsonl with
-# an `event` field) and a PEFT adapter, then ends with an end event.
-# Usage: fake_crosslab_train.sh train recipe.json --data FILE --out DIR
-recipe=$2
-out=$6
+# Stand-in for `crosslab-cli train` on a box (no model to train on loopback): reads the
+# recipe it was handed, writes our events.jsonl (a superset of trainer_log.jsonl with an
+# `event` field) and a PEFT adapter, then ends with an end event. Takes the real command's
+# flags: train --recipe FILE --model DIR --data FILE --out DIR
+[ "$1" = train ] || { echo "expected 'train'" >&2; exit 2; }
+shift
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --recipe) recipe=$2; shift 2 ;;
+    --out) out=$2; shift 2 ;;
+    --model|--data) [ -n "$2" ] || { echo "$1 needs a value" >&2; exit 2; }; shift 2 ;;
+    *) echo "unknown argument $1" >&2; exit 2 ;;
+  esac
+done
 grep -q '"lora_rank"' "$recipe" || { echo "no recipe at $recipe" >&2; exit 2; }
 mkdir -p "$out"
 echo '{"event": "start", "total_steps": 2}' >> "$out/events.jsonl"
