@@ -15,26 +15,6 @@ namespace {
 
 using model::Proj;
 
-// adapter_config.json -> scaling (lora_alpha / r, or lora_alpha / sqrt(r) with rsLoRA).
-double readScaling(const std::filesystem::path& dir) {
-  std::ifstream in(dir / "adapter_config.json");
-  if (!in) throw std::runtime_error((dir / "adapter_config.json").string() + ": cannot open");
-  nlohmann::json cfg;
-  try {
-    in >> cfg;
-  } catch (const std::exception&) {
-    throw std::runtime_error((dir / "adapter_config.json").string() + ": not valid JSON");
-  }
-  if (!cfg.is_object() || !cfg.contains("r") || !cfg["r"].is_number_integer() || cfg["r"].get<int64_t>() <= 0 ||
-      !cfg.contains("lora_alpha") || !cfg["lora_alpha"].is_number())
-    throw std::runtime_error("adapter_config.json: needs integer 'r' > 0 and number 'lora_alpha'");
-  if (cfg.contains("peft_type") && cfg["peft_type"] != "LORA") throw std::runtime_error("adapter_config.json: peft_type is not LORA");
-  const auto flag = [&](const char* key) { return cfg.contains(key) && cfg[key].is_boolean() && cfg[key].get<bool>(); };
-  if (flag("use_dora")) throw std::runtime_error("adapter_config.json: DoRA adapters are not supported");
-  const double r = double(cfg["r"].get<int64_t>()), alpha = cfg["lora_alpha"].get<double>();
-  return flag("use_rslora") ? alpha / std::sqrt(r) : alpha / r;
-}
-
 at::ScalarType scalarType(model::DType d, const std::string& name) {
   switch (d) {
     case model::DType::F32: return at::kFloat;
@@ -66,7 +46,7 @@ const at::Tensor& weightOf(const model::LlamaLayerWeights& w, Proj p) {
 }  // namespace
 
 LoraAdapter loadLoraAdapter(const std::string& name, const std::filesystem::path& dir, const model::LlamaModel& m) {
-  const double scaling = readScaling(dir);
+  const double scaling = model::loraAdapterScaling(dir);
   model::SafetensorsFile file(dir / "adapter_model.safetensors");
   auto& weights = const_cast<model::LlamaModel&>(m).weights();  // read only: shapes
   const auto get = [&](const std::string& key) -> at::Tensor {

@@ -190,7 +190,7 @@ KvCache LlamaModel::makeCache(int64_t batch, int64_t capacity) const {
   return cache;
 }
 
-void LlamaModel::mergeLoraAdapter(const std::filesystem::path& dir) {
+double loraAdapterScaling(const std::filesystem::path& dir) {
   std::ifstream in(dir / "adapter_config.json");
   if (!in) throw std::runtime_error((dir / "adapter_config.json").string() + ": cannot open");
   nlohmann::json cfg;
@@ -206,7 +206,11 @@ void LlamaModel::mergeLoraAdapter(const std::filesystem::path& dir) {
   const auto flag = [&](const char* key) { return cfg.contains(key) && cfg[key].is_boolean() && cfg[key].get<bool>(); };
   if (flag("use_dora")) throw std::runtime_error("adapter_config.json: DoRA adapters are not supported");
   const double r = double(cfg["r"].get<int64_t>()), alpha = cfg["lora_alpha"].get<double>();
-  const double scaling = flag("use_rslora") ? alpha / std::sqrt(r) : alpha / r;
+  return flag("use_rslora") ? alpha / std::sqrt(r) : alpha / r;
+}
+
+void LlamaModel::mergeLoraAdapter(const std::filesystem::path& dir) {
+  const double scaling = loraAdapterScaling(dir);
 
   SafetensorsFile file(dir / "adapter_model.safetensors");
   const auto get = [&](const std::string& name) -> at::Tensor {
