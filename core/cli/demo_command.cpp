@@ -25,7 +25,7 @@ std::function<void(const demo::LoraRequest&)> trainThroughRegistry(const std::ve
   return [&registry, &ctx](const demo::LoraRequest& q) {
     std::vector<std::string> argv = {"train", "--model", q.modelDir.string(), "--data", q.dataDir.string(),
                                      "--dataset", q.dataset, "--out", q.runDir.string(), "--lab", q.lab.string(),
-                                     "--seed", std::to_string(q.seed)};
+                                     "--seed", std::to_string(q.seed), "--threads", std::to_string(q.threads)};
     if (q.maxSteps) argv.insert(argv.end(), {"--max-steps", std::to_string(*q.maxSteps)});
     const int rc = runCli(registry, argv, ctx.err, ctx.err);
     if (rc != 0) throw std::runtime_error("the LoRA run failed (train exited " + std::to_string(rc) + ")");

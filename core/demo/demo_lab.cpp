@@ -136,7 +136,7 @@ DemoLabReport runDemoLab(const fs::path& path, const DemoLabOptions& o) {
     r.pretrain = pretrainDemoModel(r.baseModelDir, demoPretrainTexts(corpus), po);
   });
   if (o.trainLora) {
-    LoraRequest req{path, r.baseModelDir, dataDir, path / "runs" / "demo-lora", "demo", plan.loraMaxSteps, o.seed};
+    LoraRequest req{path, r.baseModelDir, dataDir, path / "runs" / "demo-lora", "demo", plan.loraMaxSteps, o.seed, o.threads};
     phase(r, o, "lora", [&] { o.trainLora(req); });
     r.loraRunDir = req.runDir;
   }

@@ -23,6 +23,7 @@ struct LoraRequest {
   std::string dataset = "demo";
   std::optional<int> maxSteps;  // quick mode caps the lab recipe's 111 steps
   uint64_t seed = 17;
+  int threads = 1;  // the demo's thread count (train --threads)
 };
 
 struct DemoLabOptions {

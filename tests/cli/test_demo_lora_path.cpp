@@ -30,10 +30,10 @@ struct TrainCall {
 // (demoModelSpec(true): hidden 64, intermediate 192, 2 layers, 4 heads, 2 KV heads).
 cli::Command standInTrain(TrainCall& call, bool fail) {
   std::vector<cli::OptionSpec> opts;
-  for (const char* o : {"--model", "--data", "--dataset", "--out", "--lab", "--seed", "--max-steps"}) opts.push_back({o, true, ""});
+  for (const char* o : {"--model", "--data", "--dataset", "--out", "--lab", "--seed", "--max-steps", "--threads"}) opts.push_back({o, true, ""});
   return {"train", "", "stand-in trainer", opts, [&call, fail](const cli::Args& args, cli::Context&) {
             ++call.calls;
-            for (const char* o : {"--model", "--data", "--dataset", "--out", "--lab", "--seed", "--max-steps"})
+            for (const char* o : {"--model", "--data", "--dataset", "--out", "--lab", "--seed", "--max-steps", "--threads"})
               call.values[o] = args.value(o).value_or("");
             if (fail) throw std::runtime_error("out of memory");
             testing::TinyLlamaSpec spec;
@@ -78,6 +78,7 @@ class TestDemoLoraPath : public QObject {
     QCOMPARE(call.values["--out"], lab + "/runs/demo-lora");
     QCOMPARE(call.values["--lab"], lab);
     QCOMPARE(call.values["--max-steps"], std::string("4"));
+    QCOMPARE(call.values["--threads"], std::string("1"));  // the demo's own thread count, not all cores
     QVERIFY(!report["lora_run"].is_null());
     QCOMPARE(report["lora_run"]["eval"]["total"].get<int>(), 30);
     QVERIFY(report["phases_s"].contains("lora"));
