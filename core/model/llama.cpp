@@ -11,6 +11,7 @@
 
 #include "core/model/gemv.h"
 #include "core/model/checkpoint_files.h"
+#include "core/model/mapped_file.h"
 #include "core/model/llama_layout.h"
 
 namespace crosslab::model {
@@ -53,7 +54,9 @@ class WeightLoader {
     // from_blob never frees: the map outlives the model (LlamaModel::files_).
     at::Tensor t = at::from_blob(const_cast<uint8_t*>(v.data), shape, at::TensorOptions().dtype(type));
     if (type == dtype_ && device_.is_cpu()) return t;
-    return t.to(device_, dtype_);
+    at::Tensor converted = t.to(device_, dtype_);
+    MappedFile::dropPages(v.data, size_t(v.info->bytes()));  // peak RSS ~ converted weights, not file + converted
+    return converted;
   }
 
  private:

@@ -21,6 +21,11 @@ class MappedFile {
   const uint8_t* data() const { return data_; }
   size_t size() const { return size_; }
 
+  // Hands the whole pages inside [p, p + n) back to the kernel (madvise MADV_DONTNEED):
+  // once a tensor has been converted to another dtype its file pages are dead weight in
+  // the resident set. The bytes stay readable: a later read faults them in from the file.
+  static void dropPages(const void* p, size_t n);
+
  private:
   void release();
   const uint8_t* data_ = nullptr;
