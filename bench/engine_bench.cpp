@@ -52,11 +52,14 @@ int main(int argc, char** argv) {
     g.maxTokens = decode;
     g.ignoreEos = true;
     // One short warm-up so one-time kernel setup does not count against the first run.
-    engine->generate(ids, {4, {}, {}, {}, true, nullptr, nullptr});
+    // Its prefill is the time to first token of a freshly loaded model: on a warm page cache,
+    // first_forward_s vs model_load_s shows whether loading or computing dominates.
+    const double firstForwardS = engine->generate(ids, {4, {}, {}, {}, true, nullptr, nullptr}).prefillSeconds;
     const auto r = engine->generate(ids, g);
     nlohmann::json out = {{"engine", "crosslab"},          {"model", model},
                           {"dtype", dtype},                {"threads", threads},
-                          {"load_s", loadS},               {"prompt_tokens", r.promptTokens},
+                          {"load_s", loadS},               {"model_load_s", engine->modelLoadSeconds()},
+                          {"tokenizer_load_s", engine->tokenizerLoadSeconds()}, {"first_forward_s", firstForwardS},               {"prompt_tokens", r.promptTokens},
                           {"prefill_tok_s", r.prefillTokPerS()}, {"ttft_s", r.prefillSeconds},
                           {"decode_tok_s", r.decodeTokPerS()},   {"decode_n", r.ids.size()},
                           {"peak_rss_mib", peakRssMiB()},  {"ids", r.ids}};

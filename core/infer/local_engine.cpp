@@ -51,6 +51,7 @@ size_t completeUtf8Prefix(const std::string& bytes) {
 struct LocalEngine::Impl {
   model::LlamaModel model;
   std::optional<tokenizer::BpeTokenizer> tok;
+  double modelLoadS = 0, tokenizerLoadS = 0;
 };
 
 double GenerateResult::prefillTokPerS() const { return prefillSeconds > 0 ? promptTokens / prefillSeconds : 0; }
@@ -71,13 +72,19 @@ std::unique_ptr<LocalEngine> LocalEngine::open(const std::filesystem::path& dir,
     throw std::runtime_error("unknown device '" + options.device + "'");
   }
   c10::InferenceMode guard;
+  const auto t0 = Clock::now();
   auto impl = std::make_unique<Impl>(Impl{model::LlamaModel::load(dir, parseDtype(options.dtype), device), std::nullopt});
   if (!options.adapter.empty()) impl->model.mergeLoraAdapter(options.adapter);
+  const auto t1 = Clock::now();
   if (std::filesystem::exists(dir / "tokenizer.json")) impl->tok = tokenizer::BpeTokenizer::load(dir / "tokenizer.json");
+  impl->modelLoadS = std::chrono::duration<double>(t1 - t0).count();
+  impl->tokenizerLoadS = seconds(t1);
   return std::unique_ptr<LocalEngine>(new LocalEngine(std::move(impl)));
 }
 
 const model::ModelConfig& LocalEngine::config() const { return impl_->model.config(); }
+double LocalEngine::modelLoadSeconds() const { return impl_->modelLoadS; }
+double LocalEngine::tokenizerLoadSeconds() const { return impl_->tokenizerLoadS; }
 const tokenizer::BpeTokenizer* LocalEngine::tokenizer() const { return impl_->tok ? &*impl_->tok : nullptr; }
 
 std::vector<float> LocalEngine::forwardLogits(const std::vector<int32_t>& ids, bool incremental) {

@@ -56,6 +56,9 @@ class LocalEngine {
   const model::ModelConfig& config() const;
   // The checkpoint's tokenizer.json; nullptr when the folder has none.
   const tokenizer::BpeTokenizer* tokenizer() const;
+  // Seconds open() spent on the weights (map, validate, convert/merge) and on tokenizer.json.
+  double modelLoadSeconds() const;
+  double tokenizerLoadSeconds() const;
 
   // Logits of every position of `ids` (one sequence): row-major [T, vocab] fp32.
   // incremental: feed one token at a time through the KV cache (the decode path) instead
