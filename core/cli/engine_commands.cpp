@@ -191,7 +191,7 @@ int forward(const Args& args, Context& ctx) {
   const auto out = args.value("--dump-logits");
   if (!out) throw UsageError("--dump-logits FILE is required");
   auto engine = infer::LocalEngine::open(modelDir(args), engineOptions(args));
-  const std::vector<float> logits = engine->forwardLogits(ids, args.has("--incremental"));  // [T, vocab], little-endian
+  const std::vector<float> logits = engine->forwardLogits(ids, args.has("--incremental"), args.has("--op-by-op"));  // [T, vocab], little-endian
   model::writeFileAtomically(*out, std::string(reinterpret_cast<const char*>(logits.data()), logits.size() * sizeof(float)));
   ctx.out << json({{"positions", ids.size()}, {"vocab", engine->config().vocabSize}, {"file", *out}}).dump() << "\n";
   return 0;
@@ -276,7 +276,8 @@ void addEngineCommands(std::vector<Command>& commands) {
                       "run one forward pass; write every position's logits as raw float32 [T, vocab]",
                       with({{"--ids", true, "JSON list of ids (or @file)"},
                             {"--dump-logits", true, "output file (little-endian float32)"},
-                            {"--incremental", false, "one token at a time through the KV cache (the decode path)"}}),
+                            {"--incremental", false, "one token at a time through the KV cache (the decode path)"},
+                            {"--op-by-op", false, "with --incremental: the op-by-op decode path, not the fused CPU step"}}),
                       forward});
   commands.push_back({"model info", "DIR [--json]", "validate a checkpoint and summarise its config, parameters and files",
                       {{"--json", false, "print a JSON object"}},

@@ -87,7 +87,7 @@ double LocalEngine::modelLoadSeconds() const { return impl_->modelLoadS; }
 double LocalEngine::tokenizerLoadSeconds() const { return impl_->tokenizerLoadS; }
 const tokenizer::BpeTokenizer* LocalEngine::tokenizer() const { return impl_->tok ? &*impl_->tok : nullptr; }
 
-std::vector<float> LocalEngine::forwardLogits(const std::vector<int32_t>& ids, bool incremental) {
+std::vector<float> LocalEngine::forwardLogits(const std::vector<int32_t>& ids, bool incremental, bool opByOp) {
   if (ids.empty()) throw std::runtime_error("no input ids");
   c10::InferenceMode guard;
   const at::Tensor input = idTensor(ids, config().vocabSize);  // [1, T]
@@ -95,7 +95,9 @@ std::vector<float> LocalEngine::forwardLogits(const std::vector<int32_t>& ids, b
   if (incremental) {
     model::KvCache cache = impl_->model.makeCache(1, input.size(1));
     std::vector<at::Tensor> rows;
+    impl_->model.setFastDecode(!opByOp);
     for (int64_t t = 0; t < input.size(1); ++t) rows.push_back(impl_->model.forward(input.narrow(1, t, 1), &cache));
+    impl_->model.setFastDecode(true);
     logits = at::cat(rows, 1).to(at::kCPU).contiguous();  // [1, T, vocab]
   } else {
     logits = impl_->model.forward(input).to(at::kCPU).contiguous();

@@ -63,7 +63,8 @@ class LocalEngine {
   // Logits of every position of `ids` (one sequence): row-major [T, vocab] fp32.
   // incremental: feed one token at a time through the KV cache (the decode path) instead
   // of one causal pass over all of them; both must agree.
-  std::vector<float> forwardLogits(const std::vector<int32_t>& ids, bool incremental = false);
+  // opByOp (with incremental): the op-by-op decode path instead of the fused CPU step.
+  std::vector<float> forwardLogits(const std::vector<int32_t>& ids, bool incremental = false, bool opByOp = false);
   GenerateResult generate(const std::vector<int32_t>& prompt, const GenerateOptions& options);
 
  private:

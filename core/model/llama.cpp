@@ -249,6 +249,7 @@ void LlamaModel::mergeLoraAdapter(const std::filesystem::path& dir) {
 }
 
 at::Tensor LlamaModel::hidden(const at::Tensor& ids, KvCache* cache) const {
+  if (canDecodeStepCpu(ids, cache)) return decodeStepCpu(ids, *cache);
   const int64_t B = ids.size(0), T = ids.size(1);
   const auto longOpts = at::TensorOptions().dtype(at::kLong).device(device_);
   // positions [B, T]: row b continues where its cache ends.

@@ -72,6 +72,11 @@ class LlamaModel {
   void setProjectionDelta(std::shared_ptr<const ProjectionDelta> delta) { delta_ = std::move(delta); }
   const ProjectionDelta* projectionDelta() const { return delta_.get(); }
 
+  // Batch-1 decode steps on the CPU (B = T = 1 with a cache, no autograd, no projection
+  // delta) run through a fused loop instead of op by op (core/model/llama_decode_cpu.cpp);
+  // on by default. Off: always the op-by-op path (tests compare the two).
+  void setFastDecode(bool on) { fastDecode_ = on; }
+
   const ModelConfig& config() const { return config_; }
   LlamaWeights& weights() { return weights_; }  // trainers attach LoRA around these
   at::ScalarType dtype() const { return dtype_; }
@@ -82,6 +87,10 @@ class LlamaModel {
   at::Tensor attention(const LlamaLayerWeights& w, const at::Tensor& h, const at::Tensor& cos, const at::Tensor& sin,
                        const at::Tensor& positions, KvCache* cache, size_t layer) const;
   at::Tensor mlp(const LlamaLayerWeights& w, const at::Tensor& h, size_t layer) const;
+  bool canDecodeStepCpu(const at::Tensor& ids, const KvCache* cache) const;
+  at::Tensor decodeStepCpu(const at::Tensor& ids, KvCache& cache) const;  // [1, 1, H]
+  template <class M>
+  at::Tensor decodeStepCpuImpl(int64_t token, KvCache& cache) const;
   // project() plus the delta hook.
   at::Tensor linear(size_t layer, Proj p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const;
 
@@ -91,6 +100,7 @@ class LlamaModel {
   at::Tensor invFreq_;  // [hd/2] fp32
   LlamaWeights weights_;
   std::shared_ptr<CheckpointFiles> files_;
+  bool fastDecode_ = true;
   std::shared_ptr<const ProjectionDelta> delta_;  // keeps the memory maps alive for zero-copy weights
 };
 
