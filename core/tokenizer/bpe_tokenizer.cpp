@@ -1,6 +1,8 @@
 #include "core/tokenizer/bpe_tokenizer.h"
 
+#include <array>
 #include <nlohmann/json.hpp>
+#include <simdjson.h>
 
 #include <algorithm>
 #include <fstream>
@@ -29,23 +31,34 @@ std::vector<char32_t> byteToCodepoint() {
   return table;
 }
 
-// A byte-level token string ("Ġhello") back to its raw bytes; throws if it is not one.
+// A byte-level token string ("Ġhello") back to its raw bytes; false if it is not one.
+// Runs once per vocabulary entry (128K for Llama 3) on every load: one pass over the UTF-8,
+// the inverse table indexed by code point (the table's code points are all < U+0144).
 bool byteLevelToBytes(const std::string& token, std::string& bytes) {
-  static const auto table = byteToCodepoint();
   static const auto inverse = [] {
-    std::unordered_map<char32_t, unsigned char> inv;
-    for (int b = 0; b < 256; ++b) inv[table[b]] = static_cast<unsigned char>(b);
+    std::array<int16_t, 0x144> inv;
+    inv.fill(-1);
+    const auto table = byteToCodepoint();
+    for (int b = 0; b < 256; ++b) inv[size_t(table[b])] = int16_t(b);
     return inv;
   }();
-  std::u32string cps;
-  std::vector<size_t> offsets;
-  if (!isValidUtf8(token)) return false;
-  decodeUtf8(token, cps, offsets);
   bytes.clear();
-  for (char32_t c : cps) {
-    const auto it = inverse.find(c);
-    if (it == inverse.end()) return false;
-    bytes += static_cast<char>(it->second);
+  const auto* p = reinterpret_cast<const unsigned char*>(token.data());
+  const size_t n = token.size();
+  for (size_t i = 0; i < n;) {
+    char32_t c;
+    if (p[i] < 0x80) {
+      c = p[i];
+      i += 1;
+    } else if ((p[i] & 0xE0) == 0xC0 && i + 1 < n && (p[i + 1] & 0xC0) == 0x80) {
+      c = char32_t(p[i] & 0x1F) << 6 | char32_t(p[i + 1] & 0x3F);
+      if (c < 0x80) return false;  // overlong
+      i += 2;
+    } else {
+      return false;  // three- and four-byte sequences are all >= U+0800: never byte-level
+    }
+    if (c >= inverse.size() || inverse[c] < 0) return false;
+    bytes += static_cast<char>(inverse[c]);
   }
   return true;
 }
@@ -66,18 +79,6 @@ const json& member(const json& j, const char* key) {
 }
 
 uint64_t pairKey(int32_t a, int32_t b) { return (uint64_t(uint32_t(a)) << 32) | uint32_t(b); }
-
-// Both merge spellings: "a b" and ["a", "b"].
-std::pair<std::string, std::string> mergePair(const json& m) {
-  if (m.is_string()) {
-    const std::string s = m.get<std::string>();
-    const size_t sp = s.find(' ', 1);
-    if (sp == std::string::npos) fail("merge '" + s + "' is not two tokens");
-    return {s.substr(0, sp), s.substr(sp + 1)};
-  }
-  if (m.is_array() && m.size() == 2 && m[0].is_string() && m[1].is_string()) return {m[0], m[1]};
-  fail("a merge is neither \"a b\" nor [\"a\", \"b\"]");
-}
 
 SplitPattern patternOf(const json& pre) {
   if (pre.is_null()) fail("no pre_tokenizer: not a byte-level BPE tokenizer");
@@ -117,36 +118,78 @@ std::vector<std::string> templatePrefix(const json& post) {
   return out;
 }
 
+// Both merge spellings: "a b" and ["a", "b"].
+std::pair<std::string_view, std::string_view> mergePair(simdjson::dom::element m) {
+  std::string_view s;
+  if (!m.get(s)) {
+    const size_t sp = s.find(' ', 1);
+    if (sp == std::string_view::npos) fail("merge '" + std::string(s) + "' is not two tokens");
+    return {s.substr(0, sp), s.substr(sp + 1)};
+  }
+  simdjson::dom::array pair;
+  std::string_view a, b;
+  if (!m.get(pair) && pair.size() == 2 && !pair.at(0).get(a) && !pair.at(1).get(b)) return {a, b};
+  fail("a merge is neither \"a b\" nor [\"a\", \"b\"]");
+}
+
 }  // namespace
 
 BpeTokenizer BpeTokenizer::fromJson(std::string_view jsonText) {
-  json j;
+  // simdjson reads the bulk (model.vocab and model.merges: ~10 MB for Llama 3, where building
+  // nlohmann values took most of a second); the small rest goes to nlohmann for the checks.
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  simdjson::dom::object root, vocab;
+  simdjson::dom::array merges;
+  bool hasVocab = false, hasMerges = false;
+  json j = json::object();
+  if (parser.parse(jsonText.data(), jsonText.size()).get(doc)) fail("not valid JSON");
+  if (doc.get(root)) fail("missing 'model'");
   try {
-    j = json::parse(jsonText);
+    for (const auto field : root) {
+      simdjson::dom::object modelFields;
+      if (field.key != "model" || field.value.get(modelFields)) {
+        j[std::string(field.key)] = json::parse(simdjson::minify(field.value));
+        continue;
+      }
+      json m = json::object();
+      hasVocab = hasMerges = false;
+      for (const auto mf : modelFields) {
+        if (mf.key == "vocab") hasVocab = !mf.value.get(vocab);
+        else if (mf.key == "merges") hasMerges = !mf.value.get(merges);
+        else m[std::string(mf.key)] = json::parse(simdjson::minify(mf.value));
+      }
+      j["model"] = std::move(m);
+    }
   } catch (const json::exception&) {
     fail("not valid JSON");
   }
-  if (!j.is_object() || !j.contains("model") || !j["model"].is_object()) fail("missing 'model'");
+  if (!j.contains("model") || !j["model"].is_object()) fail("missing 'model'");
   const json& model = j["model"];
   const std::string modelType = str(model, "type");
   if (!modelType.empty() && modelType != "BPE") fail("model type '" + modelType + "' is not byte-level BPE");
-  if (!model.contains("vocab") || !model["vocab"].is_object()) fail("model has no 'vocab' object");
-  if (!model.contains("merges") || !model["merges"].is_array()) fail("model has no 'merges' list");
+  if (!hasVocab) fail("model has no 'vocab' object");
+  if (!hasMerges) fail("model has no 'merges' list");
   if (j.contains("normalizer") && !j["normalizer"].is_null()) fail("normalizers are not supported");
 
   BpeTokenizer t;
   t.pattern_ = patternOf(member(j, "pre_tokenizer"));
   t.ignoreMerges_ = flag(model, "ignore_merges", false);
   // Ids are dense in real tokenizers; allow gaps but not ids that would make the id table huge.
+  size_t vocabCount = 0;
+  for (const auto field : vocab) (void)field, ++vocabCount;
   const size_t addedCount = j.contains("added_tokens") && j["added_tokens"].is_array() ? j["added_tokens"].size() : 0;
-  const int64_t maxId = int64_t(model["vocab"].size() + addedCount) + 65536;
-  for (auto it = model["vocab"].begin(); it != model["vocab"].end(); ++it) {
-    if (!it.value().is_number_integer() || it.value().get<int64_t>() < 0 || it.value().get<int64_t>() > maxId)
-      fail("vocab id of '" + it.key() + "' is not a valid id (0.." + std::to_string(maxId) + ")");
-    const int32_t id = it.value().get<int32_t>();
-    std::string bytes;
-    if (!byteLevelToBytes(it.key(), bytes)) fail("vocab token '" + it.key() + "' is not byte-level: not byte-level BPE");
-    t.vocab_[it.key()] = id;
+  const int64_t maxId = int64_t(vocabCount + addedCount) + 65536;
+  t.vocab_.reserve(vocabCount);
+  t.idToBytes_.reserve(vocabCount + addedCount);
+  std::string key, bytes;
+  for (const auto field : vocab) {
+    key.assign(field.key);
+    int64_t id = -1;
+    if (field.value.get(id) || id < 0 || id > maxId)
+      fail("vocab id of '" + key + "' is not a valid id (0.." + std::to_string(maxId) + ")");
+    if (!byteLevelToBytes(key, bytes)) fail("vocab token '" + key + "' is not byte-level: not byte-level BPE");
+    t.vocab_[key] = int32_t(id);
     if (size_t(id) >= t.idToBytes_.size()) t.idToBytes_.resize(size_t(id) + 1);
     if (!t.idToBytes_[size_t(id)].empty() || bytes.empty()) fail("vocab id " + std::to_string(id) + " is used twice or empty");
     t.idToBytes_[size_t(id)] = bytes;
@@ -160,11 +203,16 @@ BpeTokenizer BpeTokenizer::fromJson(std::string_view jsonText) {
     t.byteIds_[b] = it->second;
   }
   int32_t rank = 0;
-  for (const auto& m : model["merges"]) {
+  t.merges_.reserve(merges.size());
+  std::string left, right, joined;
+  for (const auto m : merges) {
     const auto [a, b] = mergePair(m);
-    const auto ia = t.vocab_.find(a), ib = t.vocab_.find(b), im = t.vocab_.find(a + b);
+    left.assign(a);
+    right.assign(b);
+    joined.assign(left).append(right);
+    const auto ia = t.vocab_.find(left), ib = t.vocab_.find(right), im = t.vocab_.find(joined);
     if (ia == t.vocab_.end() || ib == t.vocab_.end() || im == t.vocab_.end())
-      fail("merge '" + a + " " + b + "' uses a token missing from the vocab");
+      fail("merge '" + left + " " + right + "' uses a token missing from the vocab");
     t.merges_.emplace(pairKey(ia->second, ib->second), std::make_pair(rank++, im->second));
   }
   if (j.contains("added_tokens") && j["added_tokens"].is_array()) {
