@@ -320,6 +320,47 @@ class TestVenuesCore : public QObject {
     QVERIFY(rep.blocked());  // the recipe's own strategy will not fit
   }
 
+  // The reference lab (seeds/000): Llama 3.1 70B, LoRA r16 on all linear layers, cutoff
+  // 4096, micro-batch 1, on 2× MI300X 192 GB. Plain ZeRO-3 OOMed with 120 MB free; ZeRO-3
+  // with parameter and optimizer offload to the 448 GB of host RAM fit.
+  void fitReproducesTheLabsZero3Oom() {
+    LoraRecipe r;  // the lab's recipe is the default one
+    r.deepspeed = "z3";
+    // Counted from what the model keeps, the OOM is reproduced when every layer's
+    // activations at the cutoff are kept (no gradient checkpointing): ~134 GB of them.
+    r.gradientCheckpointing = false;
+    PreflightReport rep;
+    checkFit(llama31_70b(), r, 2, 192, 448, rep);
+    QVERIFY(rep.blocked());
+    QVERIFY(hasFinding(rep, Finding::Level::Error, "fit", "zero3 (the recipe's)"));
+    QVERIFY(hasFinding(rep, Finding::Level::Error, "fit", "will not fit (gradient checkpointing would save"));
+    QVERIFY(hasFinding(rep, Finding::Level::Ok, "fit", "zero3_offload"));
+    const auto est = estimateFit(llama31_70b(), r, 2);
+    QCOMPARE(QString::fromStdString(est[1].strategy), QString("zero3"));
+    QVERIFY2(est[1].perGpuGb > 192 && est[1].perGpuGb < 240, qPrintable(QString::number(est[1].perGpuGb)));
+    QVERIFY2(est[2].perGpuGb < 0.9 * 192, qPrintable(QString::number(est[2].perGpuGb)));  // offload: fits, not tight
+    QVERIFY(est[2].cpuRamGb > 141 && est[2].cpuRamGb < 448);  // bf16 weights + LoRA states in host RAM
+    // The same with offload chosen: nothing blocks.
+    r.deepspeed = "z3_offload";
+    rep = {};
+    checkFit(llama31_70b(), r, 2, 192, 448, rep);
+    QVERIFY(!rep.blocked());
+    QVERIFY(hasFinding(rep, Finding::Level::Ok, "fit", "zero3_offload (the recipe's)"));
+    // With LLaMA-Factory's default (checkpointing on) plain ZeRO-3 needs under half the card:
+    // the estimate does not invent the missing ~100 GB.
+    r.gradientCheckpointing = true;
+    QVERIFY(estimateFit(llama31_70b(), r, 2)[1].perGpuGb < 100);
+    // Within a few hundred MB of the limit → tight (warning), not fine.
+    r.gradientCheckpointing = false;
+    r.deepspeed = "z3";
+    const double need = estimateFit(llama31_70b(), r, 2)[1].perGpuGb;
+    rep = {};
+    checkFit(llama31_70b(), r, 2, need + 0.12, 448, rep);  // the lab's 120 MB to spare
+    QVERIFY(!rep.blocked());
+    QVERIFY(hasFinding(rep, Finding::Level::Warning, "fit", "zero3 (the recipe's)"));
+    QVERIFY(hasFinding(rep, Finding::Level::Warning, "fit", "tight: under 0.1 GB left"));
+  }
+
   void diskCheck() {
     const auto avail = parseDfAvailable("Filesystem 1024-blocks Used Available Capacity Mounted on\n/dev/nvme0n1 100 50 1000 5% /\n");
     QCOMPARE(*avail, std::uint64_t{1024000});
