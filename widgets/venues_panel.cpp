@@ -3,6 +3,7 @@
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
 #include <QListWidget>
@@ -55,6 +56,13 @@ VenuesPanel::VenuesPanel(backends::LabSession* session, QWidget* parent)
       boxes_(new BoxesModel(this)), knownHosts_(backends::crosslabHome() + "/known_hosts") {
   confirm_ = [this](const QString& title, const QString& text) {
     return QMessageBox::question(this, title, text) == QMessageBox::Yes;
+  };
+  askPassphrase_ = [this](const QString& keyFile) -> std::optional<QString> {
+    bool ok = false;
+    QString answer = QInputDialog::getText(this, tr("Key passphrase"), tr("Passphrase for %1:").arg(keyFile),
+                                           QLineEdit::Password, QString(), &ok);
+    if (!ok) return std::nullopt;
+    return answer;
   };
   auto* layout = new QVBoxLayout(this);
   auto* tabs = new QTabWidget(this);
@@ -425,32 +433,57 @@ void VenuesPanel::teardownBox(int row) {
 }
 
 void VenuesPanel::runOnBox(int row, const QString& command, bool acceptNewHostKey) {
+  runOnBoxWith(row, command, acceptNewHostKey, nullptr);
+}
+
+void VenuesPanel::runOnBoxWith(int row, const QString& command, bool acceptNewHostKey,
+                               std::shared_ptr<std::string> passphrase) {
   if (row < 0 || row >= boxes_->rowCount() || command.trimmed().isEmpty()) return;
+  if (job_) return setStatus(tr("Busy: %1").arg(status_->text()));
   const auto box = boxes_->row(row).box;
   const QString name = QString::fromStdString(box.name);
   if (auto hit = venues::SecretGuard::fromEnvironment().findIn(command.toStdString()))
     return setStatus(tr("Refused: the command contains %1; secrets stay on this machine").arg(QString::fromStdString(*hit)));
   ssh::SshTarget t{box.host, box.port, box.user, box.keyFile, knownHosts_.toStdString(), acceptNewHostKey, 15, {}};
+  // An encrypted key: ask here, on the GUI thread, before the worker connects; the worker
+  // reads the answer once and it is wiped as soon as the connection is authenticated.
+  if (!passphrase && !box.keyFile.empty() && ssh::keyIsEncrypted(box.keyFile)) {
+    auto answer = askPassphrase_ ? askPassphrase_(QString::fromStdString(box.keyFile)) : std::nullopt;
+    if (!answer) return setStatus(tr("Cancelled: no passphrase for %1").arg(QString::fromStdString(box.keyFile)));
+    passphrase = std::make_shared<std::string>(answer->toStdString());
+    answer->fill(QChar(u'\0'));
+  }
+  if (passphrase) t.askPassphrase = [passphrase](const std::string&) { return *passphrase; };
   if (session_->store()) venues::VenueStore(*session_->store()).touchBox(box.id, "exec", command.left(200).toStdString());
   appendLog(name, "$ " + command + "\n");
   auto status = std::make_shared<int>(-1);
   startJob(
       tr("Running on %1").arg(name),
-      [this, t, name, command, status](Job& job) {
+      [this, t, name, command, status, passphrase](Job& job) {
         ssh::SshSession s(t);
-        s.connect();
+        try {
+          s.connect();
+        } catch (const ssh::HostKeyError&) {
+          throw;  // before authentication: the passphrase may serve a retry
+        } catch (...) {
+          if (passphrase) ssh::wipe(*passphrase);
+          throw;
+        }
+        if (passphrase) ssh::wipe(*passphrase);  // authenticated: not needed again
         auto sink = [this, name](const char* d, std::size_t n) {
           const QString text = QString::fromUtf8(d, static_cast<int>(n));
           post([this, name, text] { appendLog(name, text); });
         };
         *status = s.exec(command.toStdString(), sink, sink, &job.cancel);
       },
-      [this, row, name, command, status, acceptNewHostKey](const QString& error) {
+      [this, row, name, command, status, acceptNewHostKey, passphrase](const QString& error) {
         if (error.isEmpty()) return appendLog(name, tr("[exit %1]\n").arg(*status));
         appendLog(name, error + "\n");
-        // Unknown host: ask. A changed key is never offered for acceptance.
+        // Unknown host: ask. The host key is checked before the key is opened, so the
+        // passphrase asked already serves the retry. A changed key is never offered.
         if (!acceptNewHostKey && error.contains("unknown host key") && confirm_(tr("Unknown host key"), error))
-          runOnBox(row, command, true);
+          return runOnBoxWith(row, command, true, passphrase);
+        if (passphrase) ssh::wipe(*passphrase);
       });
 }
 

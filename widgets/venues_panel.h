@@ -10,6 +10,8 @@
 #include <atomic>
 #include <functional>
 #include <memory>
+#include <optional>
+#include <string>
 
 class QLabel;
 class QLineEdit;
@@ -38,11 +40,15 @@ class VenuesPanel : public QWidget {
  public:
   // Asked before anything that costs money or deletes; true = go ahead.
   using Confirmer = std::function<bool(const QString& title, const QString& text)>;
+  // Asked for an encrypted key's passphrase (default: a password QInputDialog); nullopt =
+  // cancelled. The answer is handed to libssh and wiped, never stored or logged.
+  using PassphrasePrompt = std::function<std::optional<QString>(const QString& keyFile)>;
 
   explicit VenuesPanel(backends::LabSession* session, QWidget* parent = nullptr);
   ~VenuesPanel() override;
 
   void setConfirmer(Confirmer confirmer) { confirm_ = std::move(confirmer); }
+  void setPassphrasePrompt(PassphrasePrompt prompt) { askPassphrase_ = std::move(prompt); }
   void setProviderSettings(const QString& apiUrl, const QString& team, const QString& apiKeyEnv);
   void setKnownHostsFile(const QString& file) { knownHosts_ = file; }
   void setPollMs(int ms) { pollMs_ = ms; }
@@ -72,6 +78,8 @@ class VenuesPanel : public QWidget {
   using Work = std::function<void(Job&)>;
   using Done = std::function<void(const QString& error)>;
   void startJob(const QString& label, Work work, Done done);
+  // runOnBox with the passphrase already asked (kept for an accept-host-key retry only).
+  void runOnBoxWith(int row, const QString& command, bool acceptNewHostKey, std::shared_ptr<std::string> passphrase);
   void post(std::function<void()> fn);
   void appendLog(const QString& box, const QString& text);
   void buildOffersTab(QTabWidget* tabs);
@@ -83,6 +91,7 @@ class VenuesPanel : public QWidget {
 
   backends::LabSession* session_;
   Confirmer confirm_;
+  PassphrasePrompt askPassphrase_;
   OffersModel* offers_;
   QSortFilterProxyModel* offersProxy_;
   BoxesModel* boxes_;

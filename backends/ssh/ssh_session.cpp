@@ -18,15 +18,38 @@ constexpr std::size_t kSftpChunk = 32 * 1024;  // OpenSSH's sftp-server caps rea
 
 std::string where(const SshTarget& t) { return t.user + "@" + t.host + ":" + std::to_string(t.port); }
 
-// libssh's passphrase callback: copies the user's answer into libssh's buffer.
+// What the passphrase callback saw, for a clear error when the key does not open.
+struct PassphraseAsk {
+  const SshTarget* target = nullptr;
+  bool asked = false;
+  std::string failure;  // the asker's own error (no terminal, cancelled, …)
+};
+
+// libssh's passphrase callback: copies the user's answer into libssh's buffer (libssh
+// wipes it after use) and wipes our copy. An asker that throws (no terminal, cancelled)
+// must not unwind through C: its message is kept and libssh is told "no passphrase".
 int passphraseCallback(const char* prompt, char* buf, size_t len, int /*echo*/, int /*verify*/, void* userdata) {
-  auto* target = static_cast<SshTarget*>(userdata);
-  if (!target->askPassphrase) return -1;
-  std::string answer = target->askPassphrase(prompt ? prompt : "passphrase");
-  if (answer.size() + 1 > len) return -1;
-  std::memcpy(buf, answer.c_str(), answer.size() + 1);
-  std::fill(answer.begin(), answer.end(), '\0');  // do not keep it around in our memory
-  return 0;
+  auto* ask = static_cast<PassphraseAsk*>(userdata);
+  ask->asked = true;
+  if (!ask->target->askPassphrase) return -1;
+  std::string answer;
+  try {
+    answer = ask->target->askPassphrase(prompt ? prompt : "passphrase");
+  } catch (const std::exception& e) {
+    ask->failure = e.what();
+    return -1;
+  }
+  const bool fits = answer.size() + 1 <= len;
+  if (fits) std::memcpy(buf, answer.c_str(), answer.size() + 1);
+  else ask->failure = "the passphrase is longer than libssh accepts (" + std::to_string(len - 1) + " bytes)";
+  wipe(answer);
+  return fits ? 0 : -1;
+}
+
+// Stops at the first passphrase request: the key is encrypted.
+int noteEncrypted(const char*, char*, size_t, int, int, void* userdata) {
+  *static_cast<bool*>(userdata) = true;
+  return -1;
 }
 
 struct SftpHandle {
@@ -144,8 +167,17 @@ void SshSession::authenticate() {
   int rc = SSH_AUTH_DENIED;
   if (!target_.keyFile.empty()) {
     ssh_key key = nullptr;
-    if (ssh_pki_import_privkey_file(target_.keyFile.c_str(), nullptr, passphraseCallback, &target_, &key) != SSH_OK)
-      throw SshError("cannot read private key " + target_.keyFile + " (missing, or wrong passphrase)");
+    PassphraseAsk ask;
+    ask.target = &target_;
+    if (ssh_pki_import_privkey_file(target_.keyFile.c_str(), nullptr, passphraseCallback, &ask, &key) != SSH_OK) {
+      const std::string& k = target_.keyFile;
+      if (!fs::is_regular_file(k)) throw SshError("no private key at " + k);
+      if (!ask.failure.empty()) throw SshError("key " + k + " is encrypted: " + ask.failure);
+      if (ask.asked && !target_.askPassphrase)
+        throw SshError("key " + k + " is encrypted and nothing can ask for its passphrase (load it into ssh-agent)");
+      if (ask.asked) throw SshError("wrong passphrase for key " + k);
+      throw SshError("cannot read private key " + k + " (not a key libssh can read)");
+    }
     rc = ssh_userauth_publickey(impl_->session, nullptr, key);
     ssh_key_free(key);
   } else {
@@ -315,6 +347,18 @@ std::string shellQuote(const std::string& s) {
   std::string q = "'";
   for (char c : s) q += (c == '\'') ? std::string("'\\''") : std::string(1, c);
   return q + "'";
+}
+
+bool keyIsEncrypted(const std::string& keyFile) {
+  bool encrypted = false;
+  ssh_key key = nullptr;
+  if (ssh_pki_import_privkey_file(keyFile.c_str(), nullptr, noteEncrypted, &encrypted, &key) == SSH_OK) ssh_key_free(key);
+  return encrypted;
+}
+
+void wipe(std::string& secret) {
+  if (!secret.empty()) explicit_bzero(secret.data(), secret.size());
+  secret.clear();
 }
 
 }  // namespace crosslab::ssh

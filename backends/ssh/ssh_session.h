@@ -34,7 +34,9 @@ struct SshTarget {
   std::string knownHosts;  // file to verify against and to append accepted keys to
   bool acceptNew = false;  // unknown host: add it (a CHANGED key is refused regardless)
   int timeoutSeconds = 15;
-  // Asked for a key passphrase when the key is encrypted; the answer is never stored.
+  // Asked for a key passphrase when the key is encrypted; the answer is copied into
+  // libssh and wiped, never stored. May throw (no terminal, cancelled): the message is
+  // reported as "key FILE is encrypted: …". A wrong answer: "wrong passphrase for key FILE".
   std::function<std::string(const std::string& prompt)> askPassphrase;
 };
 
@@ -91,6 +93,12 @@ class SshSession {
   std::unique_ptr<Impl> impl_;
   std::string fingerprint_;
 };
+
+// True when the private key file is encrypted (opening it would ask for a passphrase).
+// Cheap: stops at the passphrase request, before any key derivation.
+bool keyIsEncrypted(const std::string& keyFile);
+// Overwrites a secret in place (not optimised away) and empties it.
+void wipe(std::string& secret);
 
 // Single-quotes `s` for a POSIX shell.
 std::string shellQuote(const std::string& s);

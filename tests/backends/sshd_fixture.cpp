@@ -22,11 +22,11 @@ QString SshdFixture::user() const {
   return pw ? QString::fromLocal8Bit(pw->pw_name) : QString();
 }
 
-bool SshdFixture::keygen(const QString& file, QString* why) {
+bool SshdFixture::keygen(const QString& file, QString* why, const QString& passphrase) {
   QFile::remove(file);
   QFile::remove(file + ".pub");
   QProcess p;
-  p.start("ssh-keygen", {"-q", "-t", "ed25519", "-N", "", "-f", file});
+  p.start("ssh-keygen", {"-q", "-t", "ed25519", "-N", passphrase, "-f", file});
   if (!p.waitForFinished(20000) || p.exitCode() != 0) {
     *why = "ssh-keygen failed: " + QString::fromLocal8Bit(p.readAllStandardError());
     return false;
@@ -97,4 +97,16 @@ bool SshdFixture::regenerateHostKey(QString* why) {
   stop();
   if (!keygen(dir_.filePath("host_ed25519"), why)) return false;
   return launch(why);
+}
+
+QString SshdFixture::addEncryptedUserKey(const QString& passphrase, QString* why) {
+  const QString file = dir_.filePath("user_ed25519_encrypted");
+  if (!keygen(file, why, passphrase)) return {};
+  QFile pub(file + ".pub"), auth(dir_.filePath("authorized_keys"));
+  if (!pub.open(QIODevice::ReadOnly) || !auth.open(QIODevice::Append)) {
+    *why = "cannot authorize " + file;
+    return {};
+  }
+  auth.write(pub.readAll());  // sshd reads authorized_keys at each login: no restart
+  return file;
 }

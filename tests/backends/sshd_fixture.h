@@ -21,11 +21,14 @@ class SshdFixture {
   QString knownHosts() const { return dir_.filePath("known_hosts"); }
   QString dirPath() const { return dir_.path(); }
   QString user() const;
+  // A second user key, encrypted with `passphrase` (ssh-keygen -N), authorized like the
+  // first; its path, or empty and *why.
+  QString addEncryptedUserKey(const QString& passphrase, QString* why);
   // Replaces the host key (a "rebuilt box") and restarts sshd on the same port.
   bool regenerateHostKey(QString* why);
 
  private:
-  bool keygen(const QString& file, QString* why);
+  bool keygen(const QString& file, QString* why, const QString& passphrase = QString());
   bool launch(QString* why);
   QTemporaryDir dir_;
   std::unique_ptr<QProcess> sshd_;

@@ -9,7 +9,7 @@
 #include "backends/ssh/port_forward.h"
 #include "backends/ssh/ssh_session.h"
 #include "http_standin.h"
-#include "sshd_fixture.h"
+#include "loopback_target.h"
 
 using crosslab::ssh::HostKeyError;
 using crosslab::ssh::PortForward;
@@ -22,16 +22,7 @@ class TestSsh : public QObject {
   SshdFixture sshd_;
   QTemporaryDir work_;
 
-  SshTarget target(bool acceptNew = true) const {
-    SshTarget t;
-    t.host = "127.0.0.1";
-    t.port = sshd_.port();
-    t.user = sshd_.user().toStdString();
-    t.keyFile = sshd_.userKey().toStdString();
-    t.knownHosts = sshd_.knownHosts().toStdString();
-    t.acceptNew = acceptNew;
-    return t;
-  }
+  SshTarget target(bool acceptNew = true) const { return loopbackTarget(sshd_, acceptNew); }
 
   QByteArray randomBytes(int n) {
     QByteArray b(n, '\0');
@@ -80,6 +71,46 @@ class TestSsh : public QObject {
     SshSession again(target(false));
     again.connect();  // no throw: the key is known now
     QVERIFY(again.keepalive());
+  }
+
+  // An encrypted key file: the passphrase is asked through the target's callback; a
+  // wrong one, none, or an asker that cannot ask each fail with a clear message.
+  void encryptedKeyAsksForItsPassphrase() {
+    QString why;
+    const QString key = sshd_.addEncryptedUserKey("correct horse", &why);
+    QVERIFY2(!key.isEmpty(), qPrintable(why));
+    QVERIFY(crosslab::ssh::keyIsEncrypted(key.toStdString()));
+    QVERIFY(!crosslab::ssh::keyIsEncrypted(sshd_.userKey().toStdString()));
+    SshTarget t = target();
+    t.keyFile = key.toStdString();
+    int asked = 0;
+    t.askPassphrase = [&asked](const std::string&) {
+      ++asked;
+      return std::string("correct horse");
+    };
+    {
+      SshSession s(t);
+      s.connect();
+      QCOMPARE(s.run("echo unlocked").out, std::string("unlocked\n"));
+    }
+    QCOMPARE(asked, 1);
+    t.askPassphrase = [](const std::string&) { return std::string("wrong horse"); };
+    auto failure = [&t]() -> QString {
+      try {
+        SshSession s(t);
+        s.connect();
+      } catch (const crosslab::ssh::SshError& e) {
+        return e.what();
+      }
+      return "connected";
+    };
+    QCOMPARE(failure(), "wrong passphrase for key " + key);
+    t.askPassphrase = nullptr;
+    QVERIFY2(failure().contains("is encrypted and nothing can ask for its passphrase"), qPrintable(failure()));
+    t.askPassphrase = [](const std::string&) -> std::string { throw std::runtime_error("no terminal here"); };
+    QCOMPARE(failure(), "key " + key + " is encrypted: no terminal here");
+    t.keyFile = work_.filePath("no-such-key").toStdString();
+    QCOMPARE(failure(), "no private key at " + work_.filePath("no-such-key"));
   }
 
   void wrongUserKeyIsRejected() {

@@ -1,8 +1,11 @@
 // The Venues panel offscreen: offers from the Hot Aisle stand-in sorted by $/GPU-hour,
 // provisioning behind a price + minimum-billing confirmation, the live meter, cancel,
 // teardown, the ladder and timeline, and a command on a loopback SSH box whose unknown
-// host key is asked about.
+// host key is asked about, and an encrypted key whose passphrase is asked in a dialog.
+#include <QApplication>
+#include <QInputDialog>
 #include <QLabel>
+#include <QTimer>
 #include <QtTest>
 
 #include <QSortFilterProxyModel>
@@ -204,6 +207,78 @@ class TestVenuesPanel : public QObject {
     QVERIFY(!p->busy());
     QVERIFY(p->statusText().contains("CROSSLAB_TEST_API_TOKEN"));
     qunsetenv("CROSSLAB_TEST_API_TOKEN");
+  }
+
+  void encryptedKeyAsksForItsPassphrase() {
+    SshdFixture sshd;
+    QString why;
+    QVERIFY2(sshd.start(&why), qPrintable(why));
+    const QString key = sshd.addEncryptedUserKey("open sesame", &why);
+    QVERIFY2(!key.isEmpty(), qPrintable(why));
+    LabSession s;
+    QString err;
+    QVERIFY(s.requestCreate(tmp_.filePath("lab6"), "lab6", &err));
+    crosslab::venues::VenueStore store(*s.store());
+    crosslab::venues::BoxRow b;
+    b.venueId = store.ensureVenue("loop", "ssh");
+    b.name = "locked";
+    b.host = "127.0.0.1";
+    b.port = sshd.port();
+    b.user = sshd.user().toStdString();
+    b.keyFile = key.toStdString();
+    b.state = "ready";
+    store.addBox(b);
+    auto p = panel(s);
+    p->setKnownHostsFile(tmp_.filePath("known_hosts_locked"));
+    p->refresh();
+    asked_.clear();
+
+    // The panel's own prompt: a password-mode QInputDialog, answered as a user would.
+    int dialogs = 0;
+    bool passwordMode = false;
+    QTimer answer;
+    answer.setInterval(10);
+    QObject::connect(&answer, &QTimer::timeout, [&] {
+      auto* d = qobject_cast<QInputDialog*>(QApplication::activeModalWidget());
+      if (!d) return;
+      ++dialogs;
+      passwordMode = d->textEchoMode() == QLineEdit::Password;
+      d->setTextValue("open sesame");
+      d->accept();
+    });
+    answer.start();
+    p->runOnBox(0, "echo unlocked");
+    QTRY_VERIFY_WITH_TIMEOUT(p->boxLog("locked").contains("[exit 0]"), 30000);
+    answer.stop();
+    QVERIFY(p->boxLog("locked").contains("unlocked"));
+    QCOMPARE(dialogs, 1);  // asked once, though the unknown host key made it connect twice
+    QVERIFY(passwordMode);
+    QCOMPARE(asked_.size(), 1);
+    QVERIFY(asked_[0].contains("unknown host key"));
+    QTRY_VERIFY_WITH_TIMEOUT(!p->busy(), 30000);
+
+    // A wrong passphrase: a clear error in the log and the status line.
+    QStringList prompts;
+    p->setPassphrasePrompt([&prompts](const QString& file) -> std::optional<QString> {
+      prompts << file;
+      return QString("not it");
+    });
+    p->runOnBox(0, "echo again");
+    QTRY_VERIFY_WITH_TIMEOUT(!p->busy(), 30000);
+    QCOMPARE(prompts, QStringList{key});
+    QVERIFY2(p->boxLog("locked").contains("wrong passphrase for key " + key), qPrintable(p->boxLog("locked")));
+    QVERIFY(p->statusText().contains("wrong passphrase"));
+    QVERIFY(!p->boxLog("locked").contains("again\n[exit"));
+
+    // Cancelled: nothing runs.
+    p->setPassphrasePrompt([](const QString&) -> std::optional<QString> { return std::nullopt; });
+    const QString before = p->boxLog("locked");
+    p->runOnBox(0, "echo never");
+    QVERIFY(!p->busy());
+    QVERIFY(p->statusText().contains("Cancelled: no passphrase"));
+    QCOMPARE(p->boxLog("locked"), before);
+    // The passphrases never reach the log.
+    QVERIFY(!before.contains("open sesame") && !before.contains("not it"));
   }
 };
 
