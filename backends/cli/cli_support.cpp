@@ -1,5 +1,7 @@
 #include "backends/cli/cli_support.h"
 
+#include <fcntl.h>
+#include <termios.h>
 #include <unistd.h>
 
 #include <cstdlib>
@@ -45,6 +47,50 @@ venues::BoxRow requireBox(venues::VenueStore& venues, const std::string& name) {
   return *box;
 }
 
+namespace {
+
+// One line from `fd`, a byte at a time so nothing after the newline is consumed.
+std::string readLine(int fd) {
+  std::string line;
+  line.reserve(1024);  // no reallocation leaving copies of a passphrase behind
+  char c = 0;
+  while (::read(fd, &c, 1) == 1 && c != '\n') line.push_back(c);
+  if (!line.empty() && line.back() == '\r') line.pop_back();
+  return line;
+}
+
+}  // namespace
+
+std::string askPassphraseOnTerminal(const std::string& prompt) {
+  // Scripts and CI: a descriptor the caller opened (e.g. CROSSLAB_SSH_PASSPHRASE_FD=3 3<file).
+  if (const char* fdText = std::getenv("CROSSLAB_SSH_PASSPHRASE_FD"); fdText && *fdText) {
+    char* end = nullptr;
+    const long fd = std::strtol(fdText, &end, 10);
+    if (*end != '\0' || fd < 0 || fcntl(static_cast<int>(fd), F_GETFD) < 0)
+      throw std::runtime_error(std::string("CROSSLAB_SSH_PASSPHRASE_FD=") + fdText + " is not an open descriptor");
+    return readLine(static_cast<int>(fd));
+  }
+  // Interactive: the controlling terminal, echo off (stdin may be a pipe of data).
+  const int tty = ::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (tty < 0)
+    throw std::runtime_error("no terminal to ask for its passphrase; load the key into ssh-agent or set "
+                             "CROSSLAB_SSH_PASSPHRASE_FD to a descriptor that holds it");
+  const std::string ask = prompt + ": ";
+  if (::write(tty, ask.data(), ask.size()) < 0) {}  // best effort: the read still works
+  termios saved{};
+  const bool isTty = tcgetattr(tty, &saved) == 0;
+  if (isTty) {
+    termios quiet = saved;
+    quiet.c_lflag &= ~static_cast<tcflag_t>(ECHO);
+    tcsetattr(tty, TCSAFLUSH, &quiet);
+  }
+  std::string answer = readLine(tty);
+  if (isTty) tcsetattr(tty, TCSAFLUSH, &saved);
+  if (::write(tty, "\n", 1) < 0) {}
+  ::close(tty);
+  return answer;
+}
+
 ssh::SshTarget sshTargetFor(const venues::BoxRow& box, const cli::Args& args) {
   ssh::SshTarget t;
   t.host = box.host;
@@ -53,11 +99,7 @@ ssh::SshTarget sshTargetFor(const venues::BoxRow& box, const cli::Args& args) {
   t.keyFile = box.keyFile;
   t.knownHosts = args.value("--known-hosts").value_or((crosslabHome() + "/known_hosts").toStdString());
   t.acceptNew = args.has("--accept-new");
-  // Asked on the terminal when the key is encrypted; never stored or logged.
-  t.askPassphrase = [](const std::string& prompt) {
-    const char* answer = getpass((prompt + ": ").c_str());
-    return std::string(answer ? answer : "");
-  };
+  t.askPassphrase = askPassphraseOnTerminal;
   return t;
 }
 

@@ -25,7 +25,12 @@ providers::HotAisleOptions hotAisleOptions(const cli::Args& args);
 
 // The recorded box NAME (active life); throws a one-line reason when there is none.
 venues::BoxRow requireBox(venues::VenueStore& venues, const std::string& name);
-// --known-hosts FILE, else $CROSSLAB_HOME/known_hosts; --accept-new.
+// An encrypted key's passphrase: one line from the descriptor named by
+// $CROSSLAB_SSH_PASSPHRASE_FD, else asked on /dev/tty with echo off; with neither it
+// throws "no terminal to ask for its passphrase; …". Never stored or logged.
+std::string askPassphraseOnTerminal(const std::string& prompt);
+// --known-hosts FILE, else $CROSSLAB_HOME/known_hosts; --accept-new. Encrypted keys ask
+// through askPassphraseOnTerminal.
 ssh::SshTarget sshTargetFor(const venues::BoxRow& box, const cli::Args& args);
 
 // The guard every upload and remote command goes through: secret-looking environment

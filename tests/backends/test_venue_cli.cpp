@@ -9,6 +9,8 @@
 #include "hotaisle_standin.h"
 #include "sshd_fixture.h"
 
+#include <unistd.h>
+
 namespace {
 
 struct Result {
@@ -188,6 +190,42 @@ class TestVenueCli : public QObject {
 
     r = cli(QStringList{"box", "exec", "loop"} + known() + QStringList{"--", "true"});
     QCOMPARE(r.code, 0);  // known now
+  }
+
+  // `box exec` with an encrypted key: the passphrase comes from the descriptor named by
+  // CROSSLAB_SSH_PASSPHRASE_FD; with no terminal and no descriptor it fails clearly.
+  void encryptedKeyPassphraseFromADescriptorOrAClearError() {
+    QString why;
+    const QString key = sshd_.addEncryptedUserKey("s3same open", &why);
+    QVERIFY2(!key.isEmpty(), qPrintable(why));
+    QCOMPARE(cli({"box", "add", "locked", "--host", "127.0.0.1", "--port", QString::number(sshd_.port()), "--user",
+                  sshd_.user(), "--key", key})
+                 .code,
+             0);
+    auto exec = [&](const QByteArray& stdinText, bool fromFd) -> Result {
+      QProcess p;
+      auto e = env();
+      if (fromFd) e.insert("CROSSLAB_SSH_PASSPHRASE_FD", "0");
+      p.setProcessEnvironment(e);
+      p.setChildProcessModifier([] { ::setsid(); });  // no controlling terminal, as under CI or cron
+      p.start(CROSSLAB_CLI,
+              QStringList{"box", "exec", "locked", "--accept-new"} + known() + QStringList{"--", "echo", "opened"});
+      p.write(stdinText);
+      p.closeWriteChannel();
+      if (!p.waitForFinished(120000)) return {-1, {}, "timeout"};
+      return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, p.readAllStandardOutput(),
+              p.readAllStandardError()};
+    };
+    auto r = exec("s3same open\n", true);
+    QVERIFY2(r.code == 0, r.err.constData());
+    QCOMPARE(r.out, QByteArray("opened\n"));
+    r = exec("s3same shut\n", true);
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains(("wrong passphrase for key " + key).toUtf8()), r.err.constData());
+    r = exec("s3same open\n", false);  // a passphrase on stdin is not read unless asked for
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("no terminal to ask for its passphrase"), r.err.constData());
+    QVERIFY(!r.err.contains("s3same"));
   }
 
   void changedHostKeyIsRefusedEvenWithAcceptNew() {
