@@ -95,8 +95,16 @@ int remoteTrain(const Args& args, Context& ctx) {
   QTemporaryDir tmp;
   const fs::path stage = tmp.path().toStdString();
   const std::string launcher = args.value("--launcher").value_or("");
-  const std::string command = engine == "llamafactory" ? stageLlamaFactory(recipe, *dataFile, stage, launcher)
-                                                       : stageCrosslab(recipe, *dataFile, stage, launcher);
+  std::string command = engine == "llamafactory" ? stageLlamaFactory(recipe, *dataFile, stage, launcher)
+                                                 : stageCrosslab(recipe, *dataFile, stage, launcher);
+  if (args.has("--max-steps")) {
+    const long long steps = args.integer("--max-steps", 0, 1);
+    if (engine == "crosslab") {
+      command += " --max-steps " + std::to_string(steps);
+    } else {  // HF TrainingArguments' max_steps overrides num_train_epochs in LLaMA-Factory too
+      std::ofstream(stage / "train.yaml", std::ios::app) << "max_steps: " << steps << "\n";
+    }
+  }
   ctx.err << "command: " << command << "\n";
   if (args.has("--dry-run")) {
     for (const auto& e : fs::recursive_directory_iterator(stage))
@@ -139,7 +147,9 @@ void addRemoteCommands(std::vector<cli::Command>& commands) {
                        {"--recipe", true, "recipe JSON (lora_rank, learning_rate, cutoff_len, deepspeed …)"},
                        {"--data", true, "training set (LLaMA-Factory alpaca/sharegpt JSON)"},
                        {"--workdir", true, "folder on the box (default crosslab-runs/<time>)"},
-                       {"--launcher", true, "program that replaces llamafactory-cli / crosslab-cli"},
+                       {"--launcher", true,
+                        "program that replaces llamafactory-cli / crosslab-cli on the box (e.g. its absolute path)"},
+                       {"--max-steps", true, "stop after N optimizer steps (a smoke run before the real one)"},
                        {"--poll-ms", true, "how often to read the run's log (default 5000)"},
                        {"--stall-s", true, "call the run stalled after this much silence (default 60, adaptive)"},
                        {"--keep-on-failure", false, "do not kill a run the watchdog declared dead"},
