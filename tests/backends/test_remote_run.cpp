@@ -8,11 +8,10 @@
 
 #include "backends/remote/remote_run.h"
 #include "core/venues/llamafactory_config.h"
-#include "sshd_fixture.h"
+#include "loopback_target.h"
 
 using crosslab::remote::RemoteRun;
 using crosslab::ssh::SshSession;
-using crosslab::ssh::SshTarget;
 using crosslab::train::RunMonitor;
 using crosslab::train::RunMonitorOptions;
 using crosslab::train::RunState;
@@ -52,14 +51,7 @@ class TestRemoteRun : public QObject {
   void initTestCase() {
     QString why;
     QVERIFY2(sshd_.start(&why), qPrintable(why));
-    SshTarget t;
-    t.host = "127.0.0.1";
-    t.port = sshd_.port();
-    t.user = sshd_.user().toStdString();
-    t.keyFile = sshd_.userKey().toStdString();
-    t.knownHosts = sshd_.knownHosts().toStdString();
-    t.acceptNew = true;
-    session_ = std::make_unique<SshSession>(t);
+    session_ = std::make_unique<SshSession>(loopbackTarget(sshd_));
     session_->connect();
   }
 
