@@ -69,8 +69,11 @@ class TestRemoteCli : public QObject {
 
   void llamaFactoryRunFinishesAndFetchesTheAdapter() {
     const QString wd = home_.filePath("box/run-ok"), fetched = home_.filePath("adapter");
-    auto r = cli(train("ok", wd) + QStringList{"--fetch", fetched});
+    auto r = cli(train("ok", wd) + QStringList{"--fetch", fetched, "--max-steps", "3"});
     QVERIFY2(r.code == 0, r.err.constData());
+    QFile yaml(wd + "/train.yaml");
+    QVERIFY(yaml.open(QIODevice::ReadOnly));
+    QVERIFY(yaml.readAll().contains("\nmax_steps: 3\n"));  // HF TrainingArguments' key
     const auto res = QJsonDocument::fromJson(r.out).object();
     QCOMPARE(res.value("status").toString(), QString("finished"));
     QCOMPARE(res.value("last_step").toInt(), 3);
