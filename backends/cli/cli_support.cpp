@@ -99,7 +99,7 @@ ssh::SshTarget sshTargetFor(const venues::BoxRow& box, const cli::Args& args) {
   t.keyFile = box.keyFile;
   t.knownHosts = args.value("--known-hosts").value_or((crosslabHome() + "/known_hosts").toStdString());
   t.acceptNew = args.has("--accept-new");
-  t.askPassphrase = askPassphraseOnTerminal;
+  t.askPassphrase = [key = box.keyFile](const std::string&) { return askPassphraseOnTerminal("Passphrase for " + key); };
   return t;
 }
 
