@@ -15,10 +15,17 @@
 #include <QSplitter>
 #include <QTableView>
 #include <QVBoxLayout>
+#include <QDateTime>
+#include <QFileInfo>
+#include <QJsonDocument>
+#include <QJsonObject>
 #include <spdlog/spdlog.h>
+
+#include <filesystem>
 
 #include "backends/lab_locations.h"
 #include "backends/lab_session.h"
+#include "core/train/run_process.h"
 #include "widgets/loss_chart.h"
 #include "widgets/new_run_dialog.h"
 #include "widgets/runs_model.h"
@@ -126,6 +133,7 @@ TrainingPanel::TrainingPanel(backends::LabSession* session, QWidget* parent)
 
 TrainingPanel::~TrainingPanel() {
   if (child_ && child_->state() != QProcess::NotRunning) {
+    stopRequested_ = true;  // closing the window stops the run like Stop does
     child_->terminate();
     child_->waitForFinished(3000);
   }
@@ -146,6 +154,7 @@ void TrainingPanel::selectRun(qint64 runId) {
 
 void TrainingPanel::poll() {
   if (!session_->isOpen()) return;
+  markOrphanedRuns();
   model_->refresh();
   if (!autoSelected_ && model_->rowCount() > 0 && selectedRuns().isEmpty()) {
     autoSelected_ = true;
@@ -171,6 +180,38 @@ void TrainingPanel::poll() {
   updateStatus();
 }
 
+void TrainingPanel::markOrphanedRuns() {
+  std::vector<store::RunSummary> runs;
+  try {
+    runs = session_->store()->runSummaries();
+  } catch (const std::exception& e) {
+    spdlog::warn("runs list: {}", e.what());
+    return;
+  }
+  const auto now = QDateTime::currentDateTimeUtc();
+  for (const auto& r : runs) {
+    // Local runs only (remote runs have their own watch), with a folder to judge by, that
+    // this window is not already following.
+    if ((r.status != "running" && r.status != "pending") || (r.venue != "local" && !r.venue.empty()) || r.runDir.empty())
+      continue;
+    if (watch_ && watch_->runId() == r.id && !watch_->ended()) continue;
+    const auto started = QDateTime::fromString(QString::fromStdString(r.startedAt), Qt::ISODate);
+    const double age = started.isValid() ? double(started.secsTo(now)) : orphanStaleSeconds_;
+    const std::string reason = train::deadRunReason(r.runDir, age, orphanStaleSeconds_);
+    if (reason.empty()) continue;
+    try {
+      session_->store()->setRunStatus(r.id, "failed", reason);
+      session_->store()->addEvent(r.id, std::nullopt, "train.watchdog", reason,
+                                  QJsonDocument(QJsonObject{{"state", "failed"}, {"reason", QString::fromStdString(reason)}})
+                                      .toJson(QJsonDocument::Compact)
+                                      .toStdString());
+      spdlog::warn("run {} ({}): {}", r.id, r.name, reason);
+    } catch (const std::exception& e) {
+      spdlog::warn("run {}: {}", r.id, e.what());
+    }
+  }
+}
+
 void TrainingPanel::onSelectionChanged() {
   chart_->clearRuns();
   lastStep_.clear();
@@ -187,6 +228,19 @@ QString TrainingPanel::statusText() const { return status_->text(); }
 void TrainingPanel::updateStatus() {
   const auto ids = selectedRuns();
   const auto* r = ids.isEmpty() ? nullptr : model_->run(model_->rowOfRun(ids.front()));
+  const bool watchDead = watch_ && (watch_->state() == train::RunState::Failed || watch_->state() == train::RunState::Stalled);
+  const QString red = RunsModel::statusColor("failed").name();
+  auto watchDetail = [this] {
+    QString lines = watch_->lastLines(5).join('\n').toHtmlEscaped();
+    return "<br>" + tr("watchdog: %1 — %2").arg(QString::fromLatin1(train::toString(watch_->state())), watch_->reason().toHtmlEscaped()) +
+           (lines.isEmpty() ? QString() : "<pre>" + lines + "</pre>");
+  };
+  if (!r && watchDead && watch_->runId() == 0) {  // a child without a store row
+    status_->setText(tr("<b>the run started here</b>") + watchDetail());
+    status_->setStyleSheet(QString("color: %1;").arg(red));
+    progress_->setVisible(false);
+    return;
+  }
   if (!r) {
     status_->setText(model_->rowCount() == 0
                          ? tr("No training runs in this lab yet. Start one with New Run, or run "
@@ -207,9 +261,13 @@ void TrainingPanel::updateStatus() {
   if (r->status == "running" && step > 0 && total > step && elapsed > 0)
     text += tr(", remaining ~%1").arg(RunsModel::formatDuration(elapsed * (total - step) / step));
   if (!r->statusReason.empty()) text += "<br>" + QString::fromStdString(r->statusReason).toHtmlEscaped();
+  const bool watched = watchDead && watch_->runId() == r->id;
+  if (watched) text += watchDetail();
   status_->setText(text);
   const QColor c = RunsModel::statusColor(QString::fromStdString(r->status));
-  status_->setStyleSheet(r->status == "failed" || r->status == "stalled" ? QString("color: %1;").arg(c.name()) : QString());
+  status_->setStyleSheet(r->status == "failed" || r->status == "stalled" || watched
+                             ? QString("color: %1;").arg(c.isValid() && r->status != "running" ? c.name() : red)
+                             : QString());
   progress_->setVisible(true);
   progress_->setRange(0, int(std::max<qint64>(total, 1)));
   progress_->setValue(int(std::min(step, std::max<qint64>(total, 1))));
@@ -227,6 +285,12 @@ bool TrainingPanel::startTraining(const QStringList& args) {
     output_->appendPlainText(tr("A run started here is still going; stop it first."));
     return false;
   }
+  QString runDir;
+  const qint64 runId = registerRun(args, &runDir);
+  if (watch_) watch_->deleteLater();
+  watch_ = new LocalRunWatch(session_, runId, runDir, watchOptions_, this);
+  connect(watch_, &LocalRunWatch::stateChanged, this, &TrainingPanel::onWatchState);
+  stopRequested_ = false;
   child_ = new QProcess(this);
   child_->setProcessChannelMode(QProcess::MergedChannels);
   connect(child_, &QProcess::readyRead, this, &TrainingPanel::onChildOutput);
@@ -235,17 +299,70 @@ bool TrainingPanel::startTraining(const QStringList& args) {
   output_->appendPlainText("$ " + program + " " + args.join(' '));
   child_->start(program, args);
   if (!child_->waitForStarted(5000)) {
-    output_->appendPlainText(tr("could not start %1: %2").arg(program, child_->errorString()));
+    const QString why = tr("could not start %1: %2").arg(program, child_->errorString());
+    output_->appendPlainText(why);
+    if (runId) {
+      try {
+        session_->store()->setRunStatus(runId, "failed", why.toStdString());
+      } catch (const std::exception& e) {
+        spdlog::warn("run {}: {}", runId, e.what());
+      }
+    }
     child_->deleteLater();
+    watch_->deleteLater();
+    poll();
     return false;
   }
   stop_->setEnabled(true);
+  if (runId) {
+    poll();
+    selectRun(runId);
+  }
   spdlog::info("started training: {} {}", program.toStdString(), args.join(' ').toStdString());
   return true;
 }
 
+qint64 TrainingPanel::childPid() const { return child_ ? child_->processId() : 0; }
+
+qint64 TrainingPanel::registerRun(const QStringList& args, QString* runDir) {
+  auto value = [&args](const QString& flag) {
+    const int i = args.indexOf(flag);
+    return i >= 0 && i + 1 < args.size() ? args[i + 1] : QString();
+  };
+  const QString out = value("--out"), lab = value("--lab");
+  if (out.isEmpty()) return 0;
+  // The trainer's own spelling of its run folder (train_commands.cpp): the same row.
+  const std::string dir = std::filesystem::absolute(out.toStdString()).lexically_normal().string();
+  *runDir = QString::fromStdString(dir);
+  if (lab.isEmpty() || !session_->isOpen() ||
+      QFileInfo(lab).canonicalFilePath() != QFileInfo(session_->path()).canonicalFilePath())
+    return 0;
+  try {
+    auto* store = session_->store();
+    for (const auto& r : store->runSummaries())
+      if (r.runDir == dir) {
+        store->setRunStatus(r.id, "pending", "starting (resume)");
+        return r.id;
+      }
+    const auto id = store->addRun({std::filesystem::path(dir).filename().string(), "train", "crosslab",
+                                   value("--model").toStdString(), std::nullopt, dir, ""});
+    store->setRunStatus(id, "pending", "starting");
+    return id;
+  } catch (const std::exception& e) {
+    spdlog::warn("registering run {}: {}", dir, e.what());
+    return 0;
+  }
+}
+
+void TrainingPanel::onWatchState(train::RunState state, const QString& reason) {
+  if (state == train::RunState::Failed || state == train::RunState::Stalled)
+    output_->appendPlainText(tr("watchdog: run %1: %2").arg(QString::fromLatin1(train::toString(state)), reason));
+  poll();
+}
+
 void TrainingPanel::onStop() {
   if (!child_) return;
+  stopRequested_ = true;
   output_->appendPlainText(tr("stopping…"));
   child_->terminate();  // SIGTERM: the trainer writes a checkpoint and ends cleanly
   QTimer::singleShot(10000, child_, [c = child_] {
@@ -255,14 +372,18 @@ void TrainingPanel::onStop() {
 
 void TrainingPanel::onChildOutput() {
   if (!child_) return;
-  output_->appendPlainText(QString::fromUtf8(child_->readAll()).trimmed());
+  const QByteArray chunk = child_->readAll();
+  if (chunk.isEmpty()) return;
+  if (watch_) watch_->feedOutput(chunk);
+  output_->appendPlainText(QString::fromUtf8(chunk).trimmed());
 }
 
 void TrainingPanel::onChildFinished(int exitCode, QProcess::ExitStatus status) {
   onChildOutput();
-  output_->appendPlainText(status == QProcess::CrashExit ? tr("training process crashed")
+  output_->appendPlainText(status == QProcess::CrashExit ? tr("training process killed by signal %1").arg(exitCode)
                                                          : tr("training process exited with code %1").arg(exitCode));
   stop_->setEnabled(false);
+  if (watch_) watch_->processFinished(exitCode, status, stopRequested_);
   child_->deleteLater();
   poll();
 }

@@ -19,6 +19,7 @@
 #include "core/model/llama.h"
 #include "core/model/safetensors_writer.h"
 #include "core/store/lab_store.h"
+#include "core/train/run_process.h"
 #include "core/tokenizer/bpe_tokenizer.h"
 #include "core/train/bpe_text_encoder.h"
 #include "core/train/trainer.h"
@@ -83,9 +84,11 @@ class StoreMirror {
       : store_(store::LabStore::open(lab)) {
     const std::string dir = fs::absolute(runDir).lexically_normal().string();
     for (const auto& r : store_.runSummaries())
-      if (r.runDir == dir) runId_ = r.id;  // a resumed run keeps its row
+      if (r.runDir == dir) runId_ = r.id;  // a resumed run (or one the Training panel registered) keeps its row
     if (runId_ == 0)
       runId_ = store_.addRun({runDir.filename().string(), "train", "crosslab", modelDir, totalSteps, dir, recipeJson});
+    else
+      store_.setRunPlan(runId_, totalSteps, recipeJson);
     store_.setRunStatus(runId_, "running");
   }
 
@@ -163,6 +166,8 @@ int trainCommand(const Args& args, Context& ctx) {
   auto model = model::LlamaModel::load(modelDir, dtype, at::Device(args.value("--device").value_or("cpu")));
   fs::create_directories(runDir);
   model::writeFileAtomically(runDir / "recipe.json", train::recipeToJson(recipe));
+  // RUN_DIR/process.json while this process trains: a watcher tells a killed run from a live one.
+  const train::ProcessRecordGuard processRecord(runDir);
 
   train::TrainerOptions opts;
   opts.runDir = runDir;

@@ -180,6 +180,15 @@ void LabStore::setRunStatus(std::int64_t runId, const std::string& status, const
   tx.commit();
 }
 
+void LabStore::setRunPlan(std::int64_t runId, std::optional<std::int64_t> totalSteps, const std::string& recipeJson) {
+  Transaction tx(db_);
+  auto st = db_.prepare("UPDATE runs SET total_steps = ?, recipe_json = ? WHERE id = ?");
+  st.bind(1, totalSteps).bind(2, recipeJson).bind(3, runId);
+  st.run();
+  if (db_.scalarInt("SELECT changes()") != 1) throw StoreError("no run with id " + std::to_string(runId));
+  tx.commit();
+}
+
 void LabStore::appendMetrics(std::int64_t runId, const std::vector<MetricRow>& rows) {
   Transaction tx(db_);
   auto st = db_.prepare(

@@ -74,6 +74,9 @@ class LabStore {
   // Domain writes used by the CLI and the trainer; each is one transaction.
   std::int64_t addRun(const NewRun& run);
   void setRunStatus(std::int64_t runId, const std::string& status, const std::string& reason = {});
+  // Fills in what a trainer knows once it has read its data (a row registered before the
+  // trainer started, e.g. by the Training panel, or a resumed run).
+  void setRunPlan(std::int64_t runId, std::optional<std::int64_t> totalSteps, const std::string& recipeJson);
   // Upserts: writing a step that exists replaces it, so a resumed run never doubles a step.
   void appendMetrics(std::int64_t runId, const std::vector<MetricRow>& rows);
   std::vector<RunSummary> runSummaries(const std::string& kind = "train");
