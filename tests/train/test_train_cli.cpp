@@ -282,10 +282,13 @@ class TestTrainCli : public QObject {
     p.waitForFinished();
     QVERIFY2(killedAfter > 0 && killedAfter < 48, "the run ended before it could be killed");
     QCOMPARE(runStatus(killed), std::string("running"));
+    // The killed trainer left its process record behind (a watcher tells it is gone) …
+    QVERIFY(QFile::exists(killed + "/process.json"));
 
     const auto resumed = run(trainArgs(killed, data, 3) << "--save-steps" << "4" << "--lab" << lab_ << "--resume");
     QVERIFY2(resumed.code == 0, resumed.err.constData());
     QVERIFY(resumed.out.contains("resumed from step"));
+    QVERIFY(!QFile::exists(killed + "/process.json"));  // … a trainer that ends removes its own
     const double diff = maxAdapterDiff(full, killed);
     qInfo("killed after checkpoint-%d, resumed: max |adapter diff| = %.3g", killedAfter, diff);
     QVERIFY(diff <= 1e-6);
