@@ -192,7 +192,8 @@ void TrainingPanel::markOrphanedRuns() {
   for (const auto& r : runs) {
     // Local runs only (remote runs have their own watch), with a folder to judge by, that
     // this window is not already following.
-    if ((r.status != "running" && r.status != "pending") || (r.venue != "local" && !r.venue.empty()) || r.runDir.empty())
+    if ((r.status != "running" && r.status != "pending") || (r.venue != "local" && !r.venue.empty()) ||
+        !std::filesystem::path(r.runDir).is_absolute())  // remote runs are BOX:DIR
       continue;
     if (watch_ && watch_->runId() == r.id && !watch_->ended()) continue;
     const auto started = QDateTime::fromString(QString::fromStdString(r.startedAt), Qt::ISODate);
