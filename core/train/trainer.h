@@ -34,12 +34,22 @@ struct TrainerOptions {
   const std::atomic<bool>* stop = nullptr;          // set -> checkpoint at the current step, return
 };
 
+// Wall seconds per phase of the optimizer steps (CPU ops are synchronous; on a GPU these
+// are enqueue times). For the benchmark program.
+struct TrainPhaseSeconds {
+  double body = 0;       // embedding + decoder layers, forward
+  double head = 0;       // LM head + log-softmax + NLL at trained positions, forward and its backward
+  double backward = 0;   // the decoder layers (autograd)
+  double optimizer = 0;  // clipping + AdamW
+};
+
 struct TrainResult {
   std::int64_t steps = 0;        // optimizer steps done (global_step)
   std::int64_t totalSteps = 0;
   std::int64_t resumedFrom = 0;  // 0 for a fresh run
   bool stopped = false;
   std::optional<double> lastLoss;
+  TrainPhaseSeconds phases;
 };
 
 class Trainer {
