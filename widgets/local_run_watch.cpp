@@ -89,6 +89,18 @@ void LocalRunWatch::processFinished(int exitCode, QProcess::ExitStatus status, b
   // monitor speaks the shell's 128+N.
   monitor_->processExited(status == QProcess::CrashExit ? (exitCode > 0 ? 128 + exitCode : -1) : exitCode);
   publish();
+  // "exited with status 1" says little: the CLI's one-line error (its last line) says why.
+  const auto& lines = monitor_->lastLines();
+  if (monitor_->state() == RunState::Failed && monitor_->reason().rfind("exited with status", 0) == 0 && !lines.empty() &&
+      lines.back().rfind("error: ", 0) == 0) {
+    const std::string why = monitor_->reason() + ": " + lines.back();
+    try {
+      if (markedByUs_ && storeStatus() == "failed") session_->store()->setRunStatus(runId_, "failed", why);
+    } catch (const std::exception& e) {
+      spdlog::warn("run {}: {}", runId_, e.what());
+    }
+    emit stateChanged(RunState::Failed, QString::fromStdString(why));
+  }
 }
 
 std::string LocalRunWatch::storeStatus() const {

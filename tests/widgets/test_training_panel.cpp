@@ -267,6 +267,8 @@ class TestTrainingPanel : public QObject {
     QTest::newRow("hip-oom") << "echo 'HIP out of memory. Tried to allocate 1.00 GiB' >&2; exec sleep 30"
                              << "out of memory (ROCm)";
     QTest::newRow("killed") << "echo step 1; echo Killed; exec sleep 30" << "killed";
+    QTest::newRow("cli-error") << "echo 'error: /models/fake: not a directory' >&2; exit 1"
+                               << "exited with status 1: error: /models/fake: not a directory";
     // NaN loss in the run's events.jsonl, as the trainer would write it.
     QTest::newRow("nan-loss") << "sleep 0.3; printf '{\"current_steps\": 3, \"total_steps\": 9, \"loss\": NaN}\\n' "
                                  ">> \"$4\"/events.jsonl; exec sleep 30"
