@@ -3,6 +3,8 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <condition_variable>
@@ -10,6 +12,7 @@
 #include <deque>
 #include <mutex>
 #include <random>
+#include <thread>
 
 #include <sys/socket.h>
 
@@ -112,6 +115,7 @@ struct OpenAiServer::Impl {
   ServerOptions opt;
   httplib::Server http;
   int listenSocket = -1;  // seen in the socket-options hook, to widen the listen backlog
+  std::atomic<bool> stopRequested{false}, runEntered{false}, runExited{false};
   int64_t started = std::time(nullptr);
 
   Impl(infer::BatchScheduler& e, ServerOptions o) : engine(e), opt(std::move(o)) {}
@@ -321,16 +325,27 @@ void OpenAiServer::Impl::routes() {
                                 : "request rejected (HTTP " + std::to_string(res.status) + ")");
     return httplib::Server::HandlerResponse::Handled;
   }));
-  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) { res.status = engine.healthy() ? 200 : 503; });
+  // 200 with an empty body while the scheduler takes requests; 503 with the JSON error
+  // when it died on an engine error or is stopped (vLLM answers 503 for a dead engine).
+  http.Get("/health", [this](const httplib::Request&, httplib::Response& res) {
+    std::string why;
+    if (engine.healthy(&why))
+      res.status = 200;
+    else
+      sendError(res, 503, "ServiceUnavailableError", why);
+  });
   http.Get("/v1/models", guarded([this](const httplib::Request&, httplib::Response& res) { models(res); }));
   http.Post("/v1/completions", guarded([this](const httplib::Request& q, httplib::Response& res) { complete(q, res, false); }));
   http.Post("/v1/chat/completions",
             guarded([this](const httplib::Request& q, httplib::Response& res) { complete(q, res, true); }));
 }
 
+int defaultHttpThreads(int maxBatch) { return std::max(256, 4 * maxBatch + 64); }
+
 OpenAiServer::OpenAiServer(infer::BatchScheduler& engine, ServerOptions options)
     : impl_(std::make_unique<Impl>(engine, std::move(options))) {
-  const size_t threads = impl_->opt.httpThreads > 0 ? size_t(impl_->opt.httpThreads) : 256;
+  if (impl_->opt.httpThreads <= 0) impl_->opt.httpThreads = defaultHttpThreads(engine.stats().kvSlots);
+  const size_t threads = size_t(impl_->opt.httpThreads);
   impl_->http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   impl_->http.set_payload_max_length(8u << 20);  // 8 MiB of JSON is far past any context we serve
   impl_->http.set_socket_options([this](socket_t sock) {
@@ -353,7 +368,22 @@ int OpenAiServer::bind() {
   return port;
 }
 
-void OpenAiServer::run() { impl_->http.listen_after_bind(); }
-void OpenAiServer::stop() { impl_->http.stop(); }
+void OpenAiServer::run() {
+  auto& d = *impl_;
+  d.runEntered = true;
+  if (!d.stopRequested) d.http.listen_after_bind();
+  d.runExited = true;
+}
+
+void OpenAiServer::stop() {
+  // httplib's stop() does nothing until listen_after_bind() has started (a SIGTERM that
+  // arrives while the model loads): run() sees the request and returns, or stop() waits
+  // for the accept loop to be running before it stops it (seq_cst: one of the two wins).
+  auto& d = *impl_;
+  d.stopRequested = true;
+  if (d.runEntered)
+    while (!d.http.is_running() && !d.runExited) std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  d.http.stop();
+}
 
 }  // namespace crosslab::serve

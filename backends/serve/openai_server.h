@@ -19,8 +19,14 @@ struct ServerOptions {
   std::string baseModelId;         // the base model's id in /v1/models and the "model" field
   std::string mergedAdapter;       // with --merge: the only id served (weights already merged)
   std::string apiKey;              // empty = no key; guards every route but /health
-  int httpThreads = 0;             // concurrent connections served; 0 = 4 * maxBatch + 64
+  // HTTP worker threads = connections served at once (an SSE stream holds one for its
+  // whole life; more wait in the accept queue). 0 = defaultHttpThreads(the engine's slots).
+  int httpThreads = 0;
 };
+
+// max(256, 4 * maxBatch + 64): a benchmark's 256 streams are all served at once, and
+// a big batch still leaves room for connections waiting on a slot plus /health probes.
+int defaultHttpThreads(int maxBatch);
 
 class OpenAiServer {
  public:

@@ -80,7 +80,7 @@ int runServe(const cli::Args& args, cli::Context& ctx) {
   opt.port = int(args.integer("--port", 8000, 0, 65535));
   opt.baseModelId = args.value("--served-model-name").value_or(fs::path(*model).lexically_normal().filename().string());
   if (opt.baseModelId.empty()) opt.baseModelId = fs::absolute(*model).lexically_normal().parent_path().filename().string();
-  opt.httpThreads = so.maxBatch * 4 + 64;
+  opt.httpThreads = int(args.integer("--max-connections", defaultHttpThreads(so.maxBatch), 1, 65536));
   if (const auto merge = args.value("--merge")) {
     // --merge NAME serves the --lora NAME adapter merged into the weights, and only it.
     if (so.loras.size() != 1 || so.loras[0].first != *merge)
@@ -111,7 +111,7 @@ int runServe(const cli::Args& args, cli::Context& ctx) {
 void addServeCommands(std::vector<cli::Command>& commands) {
   commands.push_back({"serve",
                       "--model DIR [--served-model-name NAME] [--lora NAME=DIR ...] [--merge NAME] [--host 127.0.0.1] "
-                      "[--port 8000] [--max-batch N] [--max-model-len N] [--dtype bf16|f32] [--api-key-env VAR]",
+                      "[--port 8000] [--max-batch N] [--max-model-len N] [--dtype bf16|f32] [--max-connections N] [--api-key-env VAR]",
                       "serve a model over the OpenAI-compatible API with continuous batching",
                       {{"--model", true, "Hugging Face checkpoint folder"},
                        {"--served-model-name", true, "the base model's id (default: the folder's name)"},
@@ -124,6 +124,7 @@ void addServeCommands(std::vector<cli::Command>& commands) {
                        {"--prefill-chunk", true, "prompt tokens per prefill step (default 128)"},
                        {"--threads", true, "compute threads (default: every core)"},
                        {"--dtype", true, "bf16 or f32 (default f32)"},
+                       {"--max-connections", true, "HTTP connections served at once (default max(256, 4 x max batch + 64))"},
                        {"--api-key-env", true, "environment variable holding the API key"}},
                       runServe});
 }

@@ -60,6 +60,8 @@ struct BatchScheduler::Impl {
   SchedulerStats stats;                            // guarded by mu
   uint64_t nextId = 1;                             // guarded by mu
   std::atomic<bool> dead{false};
+  std::string deathReason;                         // guarded by mu; set when dead
+  std::string injectedFault;                       // guarded by mu; testing hook
 
   // Owned by the scheduler thread.
   std::deque<std::unique_ptr<Sequence>> waiting;
@@ -126,6 +128,8 @@ void BatchScheduler::Impl::finish(std::unique_ptr<Sequence> s, const std::string
 void BatchScheduler::Impl::publishCounts() {  // under mu
   stats.running = int(running.size()) + (prefilling ? 1 : 0);
   stats.waiting = int(waiting.size() + incoming.size());
+  stats.kvSlots = opt.maxBatch;
+  stats.freeKvSlots = opt.maxBatch - int(running.size());
 }
 
 bool BatchScheduler::Impl::accept(Sequence& s, float* logits, size_t vocab) {
@@ -250,8 +254,9 @@ bool BatchScheduler::Impl::step() {
   std::set<uint64_t> cancelNow;
   {
     std::unique_lock<std::mutex> lk(mu);
-    cv.wait(lk, [&] { return stopping || !incoming.empty() || !cancels.empty() || prefilling || !running.empty() || !waiting.empty(); });
+    cv.wait(lk, [&] { return stopping || !injectedFault.empty() || !incoming.empty() || !cancels.empty() || prefilling || !running.empty() || !waiting.empty(); });
     if (stopping) return false;
+    if (!injectedFault.empty()) throw std::runtime_error(injectedFault);
     while (!incoming.empty()) {
       waiting.push_back(std::move(incoming.front()));
       incoming.pop_front();
@@ -296,6 +301,10 @@ void BatchScheduler::Impl::loop() {
     }
     failAll("");
   } catch (const std::exception& e) {
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      deathReason = std::string("engine error: ") + e.what();
+    }
     dead = true;
     failAll(std::string("engine error: ") + e.what());
   }
@@ -330,6 +339,7 @@ std::unique_ptr<BatchScheduler> BatchScheduler::open(const std::filesystem::path
   }
   if (std::filesystem::exists(dir / "tokenizer.json")) impl->tok = tokenizer::BpeTokenizer::load(dir / "tokenizer.json");
   impl->cache = impl->model.makeCache(options.maxBatch + 1, impl->maxLen);
+  impl->stats.kvSlots = impl->stats.freeKvSlots = options.maxBatch;
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->loop(); });
   return std::unique_ptr<BatchScheduler>(new BatchScheduler(std::move(impl)));
@@ -383,7 +393,24 @@ void BatchScheduler::stop() {
   if (impl_->thread.joinable()) impl_->thread.join();
 }
 
-bool BatchScheduler::healthy() const { return !impl_->dead; }
+bool BatchScheduler::healthy(std::string* why) const {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  if (impl_->dead) {
+    if (why) *why = impl_->deathReason;
+    return false;
+  }
+  if (impl_->stopping) {
+    if (why) *why = "the engine is stopped";
+    return false;
+  }
+  return true;
+}
+
+void BatchScheduler::failNextStepForTesting(const std::string& error) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  impl_->injectedFault = error.empty() ? "injected fault" : error;
+  impl_->cv.notify_one();
+}
 SchedulerStats BatchScheduler::stats() const {
   std::lock_guard<std::mutex> lk(impl_->mu);
   return impl_->stats;

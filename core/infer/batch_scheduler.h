@@ -38,6 +38,8 @@ struct SchedulerStats {
   int maxBatchSeen = 0;      // the largest decode batch so far
   uint64_t completed = 0;    // requests finished (any reason)
   uint64_t cancelled = 0;
+  int kvSlots = 0;           // KV-cache decode rows (= maxBatch)
+  int freeKvSlots = 0;       // rows no sequence holds (kvSlots - decoding sequences)
 };
 
 class BatchScheduler {
@@ -52,7 +54,12 @@ class BatchScheduler {
   void cancel(uint64_t id);  // takes effect at the next step; onDone still runs
   void stop();
 
-  bool healthy() const;  // false once the scheduler thread died on an engine error
+  // True while the scheduler thread runs and takes requests; false once it died on an
+  // engine error or was stopped (then *why, when given, says which).
+  bool healthy(std::string* why = nullptr) const;
+  // Testing hook: the scheduler thread's next step throws `error` as an engine failure
+  // would, so the thread dies through its real error path (requests fail, health goes 503).
+  void failNextStepForTesting(const std::string& error);
   SchedulerStats stats() const;
   const model::ModelConfig& config() const;
   const tokenizer::BpeTokenizer* tokenizer() const;  // nullptr without tokenizer.json

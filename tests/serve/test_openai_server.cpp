@@ -6,6 +6,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <csignal>
@@ -311,6 +312,50 @@ class TestOpenAiServer : public QObject {
     p.terminate();
     QVERIFY(p.waitForFinished(60000));
     QCOMPARE(p.exitCode(), 0);
+  }
+
+  // /health is 503 with vLLM's error body once the scheduler thread is gone: here it dies
+  // through its real engine-error path (the hook makes its next step throw), failing the
+  // stream in flight; new requests are refused with 503 too.
+  void healthIs503WhenTheEngineDies() {
+    auto server = startServer(dir_);
+    auto c = server->client();
+    QCOMPARE(c.Get("/health")->status, 200);
+    std::string streamed;
+    std::atomic<bool> streaming{false};
+    std::thread inFlight([&] {
+      auto sc = server->client();
+      httplib::Request req;
+      req.method = "POST";
+      req.path = "/v1/completions";
+      req.headers = {{"Content-Type", "application/json"}};
+      req.body = json{{"prompt", "long one"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}}.dump();
+      req.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
+        streamed.append(d, n);
+        streaming = true;
+        return true;
+      };
+      sc.send(req);
+    });
+    QTRY_VERIFY_WITH_TIMEOUT(streaming.load(), 30000);
+    server->engine().failNextStepForTesting("simulated device fault");
+    inFlight.join();
+    QVERIFY2(streamed.find("simulated device fault") != std::string::npos, streamed.substr(streamed.size() > 400 ? streamed.size() - 400 : 0).c_str());
+    QVERIFY(streamed.find("[DONE]") != std::string::npos);
+    checkError(c.Get("/health"), 503, "simulated device fault");
+    QCOMPARE(json::parse(c.Get("/health")->body)["error"]["type"].get<std::string>(), std::string("ServiceUnavailableError"));
+    checkError(post(c, "/v1/completions", {{"prompt", "anyone?"}, {"max_tokens", 2}}), 503, "not running");
+    auto m = c.Get("/v1/models");  // the HTTP side itself is still up
+    QVERIFY(m);
+    QCOMPARE(m->status, 200);
+  }
+
+  void healthIs503OnceTheEngineIsStopped() {
+    auto server = startServer(dir_);
+    auto c = server->client();
+    QCOMPARE(c.Get("/health")->status, 200);
+    server->engine().stop();
+    checkError(c.Get("/health"), 503, "stopped");
   }
 };
 
