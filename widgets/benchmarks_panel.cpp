@@ -5,14 +5,17 @@
 #include <QBarSet>
 #include <QChartView>
 #include <QComboBox>
+#include <QDir>
 #include <QDoubleSpinBox>
 #include <QFileDialog>
+#include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QJsonDocument>
 #include <QLabel>
 #include <QLineEdit>
+#include <QListWidget>
 #include <QProgressBar>
 #include <QPushButton>
 #include <QSaveFile>
@@ -20,11 +23,15 @@
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTableView>
+#include <QToolButton>
 #include <QValueAxis>
 #include <QVBoxLayout>
 
+#include <spdlog/spdlog.h>
+
 #include "backends/bench/bench_process.h"
 #include "backends/lab_session.h"
+#include "backends/serve/local_serve_process.h"
 #include "core/bench/bench_store.h"
 #include "widgets/bench_live_chart.h"
 #include "widgets/bench_results_model.h"
@@ -44,7 +51,10 @@ bool saveAtomically(const QString& path, const QByteArray& bytes, QString* error
 }  // namespace
 
 BenchmarksPanel::BenchmarksPanel(backends::LabSession* session, QWidget* parent)
-    : QWidget(parent), session_(session), process_(new backends::BenchProcess(this)) {
+    : QWidget(parent),
+      session_(session),
+      process_(new backends::BenchProcess(this)),
+      server_(new backends::LocalServeProcess(this)) {
   setObjectName("panel_benchmarks");
   // Inside a scroll area, so that the panel never forces the window's minimum size.
   auto* scroll = new QScrollArea(this);
@@ -93,13 +103,43 @@ BenchmarksPanel::BenchmarksPanel(backends::LabSession* session, QWidget* parent)
     reload();
   });
   connect(process_, &backends::BenchProcess::finished, this, &BenchmarksPanel::onFinished);
-  connect(session_, &backends::LabSession::labChanged, this, &BenchmarksPanel::reload);
+  connect(server_, &backends::LocalServeProcess::logLine, this,
+          [](const QString& line) { spdlog::info("serve: {}", line.toStdString()); });
+  connect(server_, &backends::LocalServeProcess::ready, this, &BenchmarksPanel::onServerReady);
+  connect(server_, &backends::LocalServeProcess::failed, this, &BenchmarksPanel::onServerFailed);
+  connect(server_, &backends::LocalServeProcess::stopped, this, [this] {
+    spdlog::info("local server stopped");
+    if (!restartArgs_.isEmpty()) {  // Run with other settings: the old server is gone, start the new one
+      const QStringList args = restartArgs_;
+      restartArgs_.clear();
+      server_->start(args);
+    }
+    updateEndpointUi();
+  });
+  connect(session_, &backends::LabSession::labChanged, this, [this] {
+    stopServer();  // a server of the previous lab's models has no business running on
+    fillLocalDefaults();
+    reload();
+  });
+  fillLocalDefaults();
+  updateEndpointUi();
   reload();
+}
+
+BenchmarksPanel::~BenchmarksPanel() {
+  // The window is closing: no more signals into this half-destroyed panel; the local
+  // server's destructor ends the child (SIGTERM, then SIGKILL) and waits for it.
+  server_->disconnect(this);
+  process_->disconnect(this);
+  delete server_;
 }
 
 QWidget* BenchmarksPanel::buildForm() {
   auto* box = new QWidget(this);
   auto* form = new QFormLayout;
+  endpointKind_ = new QComboBox(box);
+  endpointKind_->setObjectName("endpointKind");
+  endpointKind_->addItems({tr("URL"), tr("Local server (crosslab-cli serve)")});
   url_ = new QLineEdit("http://127.0.0.1:8000", box);
   url_->setObjectName("url");
   url_->setToolTip(tr("OpenAI-compatible base URL (vLLM, crosslab-cli serve); remote boxes through an SSH tunnel"));
@@ -129,6 +169,9 @@ QWidget* BenchmarksPanel::buildForm() {
   label_ = new QLineEdit(box);
   label_->setObjectName("label");
   label_->setPlaceholderText(tr("venue / method, e.g. 1x MI300X, merged"));
+  form->addRow(tr("Endpoint"), endpointKind_);
+  localBox_ = buildLocalServerBox(box);
+  form->addRow(localBox_);
   form->addRow(tr("Endpoint URL"), url_);
   form->addRow(tr("Model"), model_);
   form->addRow(tr("API"), endpoint_);
@@ -150,6 +193,7 @@ QWidget* BenchmarksPanel::buildForm() {
   status_ = new QLabel(box);
   status_->setObjectName("statusLabel");
   status_->setWordWrap(true);
+  connect(endpointKind_, &QComboBox::currentIndexChanged, this, &BenchmarksPanel::updateEndpointUi);
   connect(runButton_, &QPushButton::clicked, this, [this] { run(); });
   connect(stopButton_, &QPushButton::clicked, this, &BenchmarksPanel::stop);
 
@@ -168,6 +212,162 @@ QWidget* BenchmarksPanel::buildForm() {
   v->addWidget(status_);
   v->addStretch(1);
   return box;
+}
+
+QWidget* BenchmarksPanel::buildLocalServerBox(QWidget* parent) {
+  auto* box = new QWidget(parent);
+  box->setObjectName("localServerBox");
+  auto* form = new QFormLayout(box);
+  form->setContentsMargins(12, 0, 0, 0);
+  serveModelDir_ = new QLineEdit(box);
+  serveModelDir_->setObjectName("serveModelDir");
+  serveModelDir_->setPlaceholderText(tr("Hugging Face checkpoint folder"));
+  auto* browse = new QToolButton(box);
+  browse->setText(tr("…"));
+  browse->setToolTip(tr("Pick the model folder"));
+  connect(browse, &QToolButton::clicked, this, [this] {
+    const QString dir = QFileDialog::getExistingDirectory(this, tr("Model folder"), serveModelDir_->text());
+    if (!dir.isEmpty()) serveModelDir_->setText(dir);
+  });
+  auto* dirRow = new QHBoxLayout;
+  dirRow->addWidget(serveModelDir_, 1);
+  dirRow->addWidget(browse);
+  adapters_ = new QListWidget(box);
+  adapters_->setObjectName("serveAdapters");
+  adapters_->setMaximumHeight(80);
+  adapters_->setToolTip(tr("Adapters from the lab's runs: each checked one is served as NAME=DIR"));
+  loraMode_ = new QComboBox(box);
+  loraMode_->setObjectName("serveLoraMode");
+  loraMode_->addItems({tr("runtime LoRA (--lora, per request)"), tr("merged into the weights (--merge)")});
+  dtype_ = new QComboBox(box);
+  dtype_->setObjectName("serveDtype");
+  dtype_->addItems({"f32", "bf16"});
+  maxBatch_ = new QSpinBox(box);
+  maxBatch_->setObjectName("serveMaxBatch");
+  maxBatch_->setRange(1, 1024);
+  maxBatch_->setValue(32);
+  stopServerButton_ = new QPushButton(tr("Stop server"), box);
+  stopServerButton_->setObjectName("stopServerButton");
+  connect(stopServerButton_, &QPushButton::clicked, this, &BenchmarksPanel::stopServer);
+  form->addRow(tr("Model folder"), dirRow);
+  form->addRow(tr("Adapters"), adapters_);
+  form->addRow(tr("LoRA"), loraMode_);
+  form->addRow(tr("dtype"), dtype_);
+  form->addRow(tr("Max batch"), maxBatch_);
+  form->addRow(stopServerButton_);
+  return box;
+}
+
+bool BenchmarksPanel::localEndpoint() const { return endpointKind_->currentIndex() == 1; }
+
+void BenchmarksPanel::fillLocalDefaults() {
+  const QString base = session_->isOpen() ? QDir(session_->path()).filePath("models/demo-base") : QString();
+  const QString current = serveModelDir_->text().trimmed();
+  if (current.isEmpty() || current == defaultModelDir_) {
+    defaultModelDir_ = QFileInfo(base + "/config.json").isFile() ? base : QString();
+    serveModelDir_->setText(defaultModelDir_);
+  }
+  adapters_->clear();
+  if (!session_->isOpen()) return;
+  const QDir runs(QDir(session_->path()).filePath("runs"));
+  for (const QFileInfo& run : runs.entryInfoList(QDir::Dirs | QDir::NoDotAndDotDot, QDir::Name)) {
+    if (!QFileInfo(run.filePath() + "/adapter_config.json").isFile() || run.fileName().contains('=')) continue;
+    auto* item = new QListWidgetItem(run.fileName(), adapters_);
+    item->setData(Qt::UserRole, run.absoluteFilePath());
+    item->setToolTip(run.absoluteFilePath());
+    item->setFlags(item->flags() | Qt::ItemIsUserCheckable);
+    item->setCheckState(Qt::Unchecked);
+  }
+}
+
+void BenchmarksPanel::updateEndpointUi() {
+  const bool local = localEndpoint();
+  if (local && !shownLocal_) typedUrl_ = url_->text();  // kept for when URL is picked again
+  localBox_->setVisible(local);
+  url_->setReadOnly(local);
+  if (local) {
+    url_->setText(server_->state() == backends::LocalServeProcess::State::Ready ? server_->baseUrl() : QString());
+    url_->setPlaceholderText(tr("set when the local server is up"));
+  } else {
+    if (shownLocal_) url_->setText(typedUrl_);
+    url_->setPlaceholderText(QString());
+  }
+  shownLocal_ = local;
+  model_->setPlaceholderText(local ? tr("default: the served model (folder name, or the merged adapter)")
+                                   : tr("model or adapter id"));
+  stopServerButton_->setEnabled(server_->isRunning());
+}
+
+QStringList BenchmarksPanel::serveArgs(QString* error) const {
+  const QString dir = serveModelDir_->text().trimmed();
+  if (dir.isEmpty() || !QFileInfo(dir).isDir()) {
+    *error = dir.isEmpty() ? tr("Pick the model folder for the local server.") : tr("%1 is not a folder.").arg(dir);
+    return {};
+  }
+  QStringList a{"--model", dir, "--dtype", dtype_->currentText(), "--max-batch", QString::number(maxBatch_->value())};
+  QStringList names;
+  for (int i = 0; i < adapters_->count(); ++i) {
+    const auto* item = adapters_->item(i);
+    if (item->checkState() != Qt::Checked) continue;
+    names << item->text();
+    a << "--lora" << item->text() + "=" + item->data(Qt::UserRole).toString();
+  }
+  if (loraMode_->currentIndex() == 1) {
+    if (names.size() != 1) {
+      *error = tr("Merged serving takes exactly one checked adapter.");
+      return {};
+    }
+    a << "--merge" << names.first();
+  }
+  return a;
+}
+
+QString BenchmarksPanel::servedModelId() const {
+  const QString typed = model_->text().trimmed();
+  if (!typed.isEmpty()) return typed;
+  if (loraMode_->currentIndex() == 1)
+    for (int i = 0; i < adapters_->count(); ++i)
+      if (adapters_->item(i)->checkState() == Qt::Checked) return adapters_->item(i)->text();
+  return QFileInfo(QDir::cleanPath(serveModelDir_->text().trimmed())).fileName();  // serve's default id
+}
+
+void BenchmarksPanel::onServerReady(const QString& baseUrl) {
+  spdlog::info("local server ready at {}", baseUrl.toStdString());
+  updateEndpointUi();
+  if (!sweepPending_) return;
+  sweepPending_ = false;
+  startSweep();
+}
+
+void BenchmarksPanel::onServerFailed(const QString& error) {
+  spdlog::warn("local server: {}", error.toStdString());
+  restartArgs_.clear();
+  if (sweepPending_) {
+    sweepPending_ = false;
+    runButton_->setEnabled(true);
+    stopButton_->setEnabled(false);
+    progress_->setRange(0, 1);
+    progress_->setValue(0);
+    levelLabel_->setText(tr("idle"));
+  }
+  setStatus(tr("Local server failed: %1").arg(error));
+  updateEndpointUi();
+}
+
+void BenchmarksPanel::stopServer() {
+  const bool wasPending = sweepPending_;
+  sweepPending_ = false;
+  restartArgs_.clear();
+  if (!server_->isRunning() && server_->state() == backends::LocalServeProcess::State::Idle) return;
+  if (sweepOnLocal_ && process_->isRunning()) process_->stop();  // a sweep against it would only fail
+  server_->stop();
+  if (wasPending) {
+    runButton_->setEnabled(true);
+    stopButton_->setEnabled(false);
+    progress_->setRange(0, 1);
+    levelLabel_->setText(tr("idle"));
+  }
+  setStatus(tr("Local server stopped."));
 }
 
 QWidget* BenchmarksPanel::buildResults() {
@@ -212,7 +412,9 @@ QWidget* BenchmarksPanel::buildResults() {
 }
 
 QStringList BenchmarksPanel::sweepArgs() const {
-  QStringList a{"--url", url_->text().trimmed(), "--model", model_->text().trimmed(), "--endpoint",
+  const bool local = localEndpoint();
+  QStringList a{"--url", local ? server_->baseUrl() : url_->text().trimmed(), "--model",
+                local ? servedModelId() : model_->text().trimmed(), "--endpoint",
                 endpoint_->currentText(), "--concurrency", levels_->text().remove(' '), "--output-len",
                 QString::number(outputLen_->value())};
   if (numPrompts_->value() > 0) a << "--num-prompts" << QString::number(numPrompts_->value());
@@ -223,23 +425,64 @@ QStringList BenchmarksPanel::sweepArgs() const {
 }
 
 bool BenchmarksPanel::run() {
-  if (isRunning()) return false;
+  if (isRunning() || sweepPending_) return false;
+  if (localEndpoint()) {
+    QString error;
+    const QStringList args = serveArgs(&error);
+    if (args.isEmpty()) {
+      setStatus(error);
+      return false;
+    }
+    if (server_->state() == backends::LocalServeProcess::State::Ready && server_->serveArgs() == args) {
+      startSweep();  // the same server is up: reuse it
+      return true;
+    }
+    sweepPending_ = true;
+    runButton_->setEnabled(false);
+    stopButton_->setEnabled(true);
+    progress_->setRange(0, 0);  // busy until /health answers
+    levelLabel_->setText(tr("starting server…"));
+    setStatus(tr("Starting the local server (%1)…").arg(QFileInfo(args[1]).fileName()));
+    if (server_->isRunning() || server_->state() != backends::LocalServeProcess::State::Idle) {
+      restartArgs_ = args;  // other settings: stop the running one first
+      server_->stop();
+    } else {
+      server_->start(args);
+    }
+    updateEndpointUi();
+    return true;
+  }
   if (url_->text().trimmed().isEmpty() || model_->text().trimmed().isEmpty()) {
     setStatus(tr("Enter the endpoint URL and the model."));
     return false;
   }
-  live_->clear();
-  levelIndex_ = 0;
-  timeOffset_ = lastT_ = 0;
-  progress_->setValue(0);
-  setStatus(session_->isOpen() ? tr("Running…") : tr("Running — no lab is open, so results are not recorded."));
-  process_->start(sweepArgs());
-  runButton_->setEnabled(false);
-  stopButton_->setEnabled(true);
+  startSweep();
   return true;
 }
 
-void BenchmarksPanel::stop() { process_->stop(); }
+void BenchmarksPanel::startSweep() {
+  live_->clear();
+  levelIndex_ = 0;
+  timeOffset_ = lastT_ = 0;
+  progress_->setRange(0, 1);
+  progress_->setValue(0);
+  levelLabel_->setText(tr("starting sweep…"));
+  setStatus(session_->isOpen() ? tr("Running…") : tr("Running — no lab is open, so results are not recorded."));
+  sweepOnLocal_ = localEndpoint();
+  process_->start(sweepArgs());
+  runButton_->setEnabled(false);
+  stopButton_->setEnabled(true);
+  updateEndpointUi();
+}
+
+void BenchmarksPanel::stop() {
+  if (process_->isRunning()) {
+    process_->stop();
+  } else if (sweepPending_) {  // cancel a server that is still starting
+    stopServer();
+    setStatus(tr("Server start cancelled."));
+  }
+}
 
 bool BenchmarksPanel::isRunning() const { return process_->isRunning(); }
 

@@ -12,6 +12,7 @@ class QComboBox;
 class QDoubleSpinBox;
 class QLabel;
 class QLineEdit;
+class QListWidget;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
@@ -20,6 +21,7 @@ class QTableView;
 namespace crosslab::backends {
 class BenchProcess;
 class LabSession;
+class LocalServeProcess;
 }  // namespace crosslab::backends
 
 namespace crosslab::widgets {
@@ -31,15 +33,21 @@ class BenchmarksPanel : public QWidget {
   Q_OBJECT
  public:
   BenchmarksPanel(backends::LabSession* session, QWidget* parent = nullptr);
+  ~BenchmarksPanel() override;  // a local server still running is stopped (and waited for)
 
-  // Starts a sweep with the form's values; false (and a status message) if invalid.
+  // Starts a sweep with the form's values; false (and a status message) if invalid. With
+  // the local-server endpoint it first starts the server (unless the same one is up).
   bool run();
+  // Stops the sweep, or cancels a local server that is still starting.
   void stop();
+  // Stops the local server (also done when the lab changes and when the panel goes away).
+  void stopServer();
   bool isRunning() const;
   bool exportCsv(const QString& path, QString* error = nullptr) const;
   bool exportJson(const QString& path, QString* error = nullptr) const;
 
   backends::BenchProcess* process() const { return process_; }
+  backends::LocalServeProcess* server() const { return server_; }
   BenchLiveChart* liveChart() const { return live_; }
   BenchResultsModel* results() const { return results_; }
   int comparedSets() const;
@@ -54,7 +62,17 @@ class BenchmarksPanel : public QWidget {
  private:
   QWidget* buildForm();
   QWidget* buildResults();
+  QWidget* buildLocalServerBox(QWidget* parent);
   QStringList sweepArgs() const;
+  bool localEndpoint() const;
+  // `serve` options from the local-server fields; empty (and *error) if incomplete.
+  QStringList serveArgs(QString* error) const;
+  QString servedModelId() const;
+  void startSweep();
+  void onServerReady(const QString& baseUrl);
+  void onServerFailed(const QString& error);
+  void fillLocalDefaults();  // the lab's models/demo-base and its runs' adapters
+  void updateEndpointUi();
   void onLevelStarted(int concurrency, int planned);
   void onFinished(int exitCode, const QString& error, bool stopped);
   void updateComparison();
@@ -63,8 +81,19 @@ class BenchmarksPanel : public QWidget {
 
   backends::LabSession* session_;
   backends::BenchProcess* process_;
-  QLineEdit *url_, *model_, *levels_, *label_;
-  QComboBox* endpoint_;
+  backends::LocalServeProcess* server_;
+  QLineEdit *url_, *model_, *levels_, *label_, *serveModelDir_;
+  QComboBox *endpoint_, *endpointKind_, *loraMode_, *dtype_;
+  QSpinBox* maxBatch_;
+  QListWidget* adapters_;
+  QWidget* localBox_;
+  QPushButton* stopServerButton_;
+  bool sweepPending_ = false;   // Run asked for a sweep once the local server is up
+  bool sweepOnLocal_ = false;   // the running sweep targets the local server
+  QStringList restartArgs_;     // a different server was running: start this one once it stopped
+  QString defaultModelDir_;
+  QString typedUrl_;            // the URL field's text while the local server is shown
+  bool shownLocal_ = false;     // the lab's models/demo-base the field was filled with
   QSpinBox *numPrompts_, *outputLen_;
   QDoubleSpinBox* price_;
   QPushButton *runButton_, *stopButton_;

@@ -1,8 +1,14 @@
 // The Benchmarks panel, offscreen: a real sweep through crosslab-cli against the
 // loopback stand-in server, the live chart fed while it runs, the lab's table with
 // its columns, comparison bars for selected rows, CSV/JSON export, Stop, and the
-// chart's coalesced repaints and decimation.
+// chart's coalesced repaints and decimation. The local-server endpoint: the panel starts
+// `crosslab-cli serve` on a tiny checkpoint in the lab's models/demo-base with a run's
+// adapter, sweeps it, and the child is gone after Stop server, a cancelled start and a
+// lab change; a server that exits early shows its last lines.
 #include <QColor>
+#include <QComboBox>
+#include <QDir>
+#include <QListWidget>
 #include <QDoubleSpinBox>
 #include <QFile>
 #include <QJsonArray>
@@ -16,16 +22,31 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <signal.h>
+
+#include <cerrno>
+
 #include "backends/bench/bench_process.h"
 #include "backends/bench/standin_server.h"
 #include "backends/lab_session.h"
+#include "backends/serve/local_serve_process.h"
 #include "core/bench/bench_store.h"
 #include "widgets/bench_live_chart.h"
 #include "widgets/bench_results_model.h"
 #include "widgets/benchmarks_panel.h"
+#include "tests/serve/serve_fixture.h"
 
 using namespace crosslab;
 using widgets::BenchmarksPanel;
+using backends::LocalServeProcess;
+
+namespace {
+
+// True while a process with this id exists (QProcess reaps its child, so a gone child
+// is gone from the process table too).
+bool alive(qint64 pid) { return pid > 0 && (::kill(pid_t(pid), 0) == 0 || errno != ESRCH); }
+
+}  // namespace
 
 class TestBenchmarksPanel : public QObject {
   Q_OBJECT
@@ -159,6 +180,134 @@ class TestBenchmarksPanel : public QObject {
     QTRY_COMPARE(chart.flushCount(), before + 1);  // one repaint for 5000 points
     QVERIFY(chart.aggregatePoints() <= widgets::BenchLiveChart::kMaxPoints + 1);
     QVERIFY(chart.aggregatePoints() > widgets::BenchLiveChart::kMaxPoints / 2);
+  }
+
+  // A lab with the serving fixture as models/demo-base and one run with an adapter.
+  QString localLab(backends::LabSession& session, const QString& name) {
+    QString error;
+    const QString lab = tmp_.filePath(name);
+    if (!session.requestCreate(lab, name, &error)) qFatal("%s", qPrintable(error));
+    const auto spec = testing::writeServeFixture((lab + "/models/demo-base").toStdString());
+    testing::writeTinyLora((lab + "/runs/run-a").toStdString(), spec, 8, 16, false, 11);
+    QDir().mkpath(lab + "/runs/no-adapter");  // a run without an adapter is not offered
+    return lab;
+  }
+
+  void useLocalServer(BenchmarksPanel& p, const QString& model, int prompts, int outputLen) {
+    p.findChild<QComboBox*>("endpointKind")->setCurrentIndex(1);
+    p.findChild<QLineEdit*>("model")->setText(model);
+    p.findChild<QLineEdit*>("levels")->setText("1");
+    p.findChild<QSpinBox*>("numPrompts")->setValue(prompts);
+    p.findChild<QSpinBox*>("outputLen")->setValue(outputLen);
+    p.findChild<QSpinBox*>("serveMaxBatch")->setValue(4);
+    p.process()->setCliPath(CROSSLAB_CLI);
+    p.server()->setCliPath(CROSSLAB_CLI);
+  }
+
+  void localServerSweepThenStop() {
+    backends::LabSession session;
+    const QString lab = localLab(session, "locallab");
+    BenchmarksPanel panel(&session);
+    panel.show();
+    QCOMPARE(panel.findChild<QLineEdit*>("serveModelDir")->text(), lab + "/models/demo-base");  // the default
+    auto* adapters = panel.findChild<QListWidget*>("serveAdapters");
+    QCOMPARE(adapters->count(), 1);
+    QCOMPARE(adapters->item(0)->text(), QString("run-a"));
+    adapters->item(0)->setCheckState(Qt::Checked);
+    useLocalServer(panel, "run-a", 2, 4);  // the run's adapter, applied at run time
+
+    QSignalSpy ready(panel.server(), &LocalServeProcess::ready);
+    QSignalSpy done(&panel, &BenchmarksPanel::sweepFinished);
+    QVERIFY(panel.run());
+    QCOMPARE(panel.findChild<QLabel*>("levelLabel")->text(), QString("starting server…"));
+    QVERIFY(!panel.findChild<QPushButton*>("runButton")->isEnabled());
+    QVERIFY(done.wait(120000));
+    QCOMPARE(ready.count(), 1);
+    QCOMPARE(done.first().first().toInt(), 0);
+    QVERIFY2(panel.status().startsWith("Sweep done"), qPrintable(panel.status()));
+    QCOMPARE(panel.server()->state(), LocalServeProcess::State::Ready);
+    QVERIFY(panel.server()->serveArgs().contains("run-a=" + lab + "/runs/run-a"));
+    QVERIFY(panel.findChild<QLineEdit*>("url")->text().startsWith("http://127.0.0.1:"));
+
+    QCOMPARE(panel.results()->rowCount(), 1);  // in the table…
+    QCOMPARE(panel.results()->levels(), std::vector<int>{1});
+    QVERIFY(panel.results()->throughputAt(0, 1) > 0);
+    const auto stored = bench::BenchStore(*session.store()).list();  // …and in the store
+    QCOMPARE(stored.size(), size_t(1));
+    QCOMPARE(stored[0].header.model, std::string("run-a"));
+    QCOMPARE(stored[0].levels.size(), size_t(1));
+    QCOMPARE(stored[0].levels[0].completed, int64_t(2));
+    QCOMPARE(stored[0].levels[0].failed, int64_t(0));
+
+    const qint64 pid = panel.server()->processId();
+    QVERIFY(alive(pid));
+    QSignalSpy stopped(panel.server(), &LocalServeProcess::stopped);
+    panel.findChild<QPushButton*>("stopServerButton")->click();
+    QVERIFY(stopped.wait(30000));
+    QVERIFY(!panel.server()->isRunning());
+    QVERIFY(!alive(pid));
+    QCOMPARE(panel.server()->state(), LocalServeProcess::State::Idle);
+  }
+
+  void localServerStartCanBeCancelledAndEndsWithTheLab() {
+    backends::LabSession session;
+    localLab(session, "cancellab");
+    BenchmarksPanel panel(&session);
+    useLocalServer(panel, "", 1, 2);
+    // Cancel while starting: Stop ends the child and no sweep runs.
+    QSignalSpy stopped(panel.server(), &LocalServeProcess::stopped);
+    QSignalSpy ready(panel.server(), &LocalServeProcess::ready);
+    QVERIFY(panel.run());
+    QTRY_VERIFY_WITH_TIMEOUT(panel.server()->processId() > 0, 10000);
+    const qint64 first = panel.server()->processId();
+    panel.stop();
+    QVERIFY(stopped.wait(30000));
+    QVERIFY(!alive(first));
+    QCOMPARE(ready.count(), 0);
+    QVERIFY(!panel.process()->isRunning());
+    QVERIFY(panel.findChild<QPushButton*>("runButton")->isEnabled());
+    QVERIFY2(panel.status().contains("cancelled"), qPrintable(panel.status()));
+
+    // Up and serving (the model id defaults to the folder's name), then the lab changes.
+    QSignalSpy done(&panel, &BenchmarksPanel::sweepFinished);
+    QVERIFY(panel.run());
+    QVERIFY(done.wait(120000));
+    QCOMPARE(done.first().first().toInt(), 0);
+    QCOMPARE(bench::BenchStore(*session.store()).list().at(0).header.model, std::string("demo-base"));
+    const qint64 second = panel.server()->processId();
+    QVERIFY(alive(second));
+    QString error;
+    QVERIFY(session.requestCreate(tmp_.filePath("otherlab"), "other", &error));
+    QVERIFY(stopped.wait(30000));
+    QVERIFY(!alive(second));
+    QVERIFY(panel.findChild<QLineEdit*>("serveModelDir")->text().isEmpty());  // no demo-base in the new lab
+    QCOMPARE(panel.findChild<QListWidget*>("serveAdapters")->count(), 0);
+  }
+
+  void localServerThatExitsEarlyShowsItsLastLines() {
+    backends::LabSession session;
+    QString error;
+    QVERIFY(session.requestCreate(tmp_.filePath("badlab"), "bad", &error));
+    const QString notAModel = tmp_.filePath("not-a-model");
+    QVERIFY(QDir().mkpath(notAModel));
+    BenchmarksPanel panel(&session);
+    useLocalServer(panel, "x", 1, 2);
+    panel.findChild<QLineEdit*>("serveModelDir")->setText(notAModel);
+    QSignalSpy failed(panel.server(), &LocalServeProcess::failed);
+    QVERIFY(panel.run());
+    QVERIFY(failed.wait(60000));
+    QVERIFY2(panel.status().startsWith("Local server failed: the server exited with code"), qPrintable(panel.status()));
+    QVERIFY2(panel.status().contains("config.json"), qPrintable(panel.status()));  // the CLI's own reason
+    QVERIFY(panel.findChild<QPushButton*>("runButton")->isEnabled());
+    QVERIFY(!panel.process()->isRunning());
+
+    panel.findChild<QLineEdit*>("serveModelDir")->setText(tmp_.filePath("no/such/folder"));
+    QVERIFY(!panel.run());  // refused before any process starts
+    QVERIFY(panel.status().contains("is not a folder"));
+    panel.findChild<QComboBox*>("serveLoraMode")->setCurrentIndex(1);
+    panel.findChild<QLineEdit*>("serveModelDir")->setText(notAModel);
+    QVERIFY(!panel.run());
+    QVERIFY(panel.status().contains("exactly one"));
   }
 };
 
