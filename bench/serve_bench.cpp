@@ -10,6 +10,7 @@
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
@@ -76,7 +77,9 @@ int streamOnce(httplib::Client& c, const std::string& model, const std::vector<i
 }
 
 // Aggregate output tok/s with `streams` clients each sending `rounds` requests.
-json runLevel(int port, const std::string& model, const Options& o, int streams) {
+// Prompt ids lie in [1000, 6000), or within the vocabulary of a smaller model (the demo's).
+json runLevel(int port, const std::string& model, const Options& o, int streams, int64_t vocab) {
+  const int offset = int(std::min<int64_t>(1000, vocab / 4)), span = int(std::min<int64_t>(5000, vocab / 2));
   std::atomic<long> tokens{0};
   std::atomic<int> failed{0};
   std::vector<std::thread> clients;
@@ -87,7 +90,7 @@ json runLevel(int port, const std::string& model, const Options& o, int streams)
       c.set_read_timeout(600, 0);
       for (int r = 0; r < o.rounds; ++r) {
         std::vector<int> prompt;
-        for (int i = 0; i < o.promptLen; ++i) prompt.push_back(1000 + (s * 131 + r * 17 + i * 7) % 5000);
+        for (int i = 0; i < o.promptLen; ++i) prompt.push_back(offset + (s * 131 + r * 17 + i * 7) % span);
         const int n = streamOnce(c, model, prompt, o.tokens);
         n < 0 ? failed++ : tokens += n;
       }
@@ -118,10 +121,11 @@ std::map<int, double> runMode(const Options& o, bool merged) {
   serve::OpenAiServer server(*engine, opt);
   const int port = server.bind();
   std::thread serving([&] { server.run(); });
-  runLevel(port, "adapter", Options{o.model, o.lora, o.dtype, {}, 4, 1, o.promptLen, o.maxBatch}, 1);  // warm-up
+  const int64_t vocab = engine->config().vocabSize;
+  runLevel(port, "adapter", Options{o.model, o.lora, o.dtype, {}, 4, 1, o.promptLen, o.maxBatch}, 1, vocab);  // warm-up
   std::map<int, double> rates;
   for (int level : o.levels) {
-    json j = runLevel(port, "adapter", o, level);
+    json j = runLevel(port, "adapter", o, level, vocab);
     j["mode"] = merged ? "merged" : "runtime";
     j["max_batch_seen"] = engine->stats().maxBatchSeen;
     j["model"] = o.model;
