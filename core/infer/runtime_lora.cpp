@@ -87,6 +87,14 @@ BatchLoraDelta::BatchLoraDelta(const std::vector<LoraAdapter>& adapters, const s
     wholeBatch_ = rows.size() == 1 && idx.size() == rowAdapter.size();
     groups_.push_back({adapter, at::tensor(idx, at::kLong).to(device)});
   }
+  singleRow_ = rowAdapter.size() == 1 && groups_.size() == 1;
+}
+
+std::pair<at::Tensor, at::Tensor> BatchLoraDelta::loraFactors(size_t layer, model::Proj proj) const {
+  if (!singleRow_) return {};
+  const LoraModule& mod = adapters_[size_t(groups_[0].adapter)].layers[layer][size_t(proj)];
+  if (!mod.a.defined()) return {};
+  return {mod.a.contiguous(), mod.b.contiguous()};
 }
 
 at::Tensor BatchLoraDelta::delta(size_t layer, model::Proj proj, const at::Tensor& x) const {

@@ -34,6 +34,8 @@ class BatchLoraDelta : public model::ProjectionDelta {
  public:
   BatchLoraDelta(const std::vector<LoraAdapter>& adapters, const std::vector<int>& rowAdapter, at::Device device);
   at::Tensor delta(size_t layer, model::Proj proj, const at::Tensor& x) const override;
+  bool singleRowLora() const override { return singleRow_; }
+  std::pair<at::Tensor, at::Tensor> loraFactors(size_t layer, model::Proj proj) const override;
   bool empty() const { return groups_.empty(); }
 
  private:
@@ -44,6 +46,7 @@ class BatchLoraDelta : public model::ProjectionDelta {
   const std::vector<LoraAdapter>& adapters_;
   std::vector<Group> groups_;
   bool wholeBatch_ = false;  // one group covering every row: no gather/scatter
+  bool singleRow_ = false;   // one row, with an adapter
 };
 
 }  // namespace crosslab::infer

@@ -10,6 +10,7 @@
 
 #include <filesystem>
 #include <memory>
+#include <utility>
 #include <vector>
 
 #include "core/model/kv_cache.h"
@@ -30,6 +31,12 @@ class ProjectionDelta {
  public:
   virtual ~ProjectionDelta() = default;
   virtual at::Tensor delta(size_t layer, Proj proj, const at::Tensor& x) const = 0;
+  // For the fused batch-1 CPU decode step: true when this delta is, for a single row, a plain
+  // LoRA x Aᵀ Bᵀ whose factors loraFactors() hands out (A [r, in], B [out, r] with the
+  // scaling folded in, contiguous, in the model's dtype). Otherwise the op-by-op path runs.
+  virtual bool singleRowLora() const { return false; }
+  // Undefined tensors: (layer, proj) is not adapted.
+  virtual std::pair<at::Tensor, at::Tensor> loraFactors(size_t /*layer*/, Proj /*proj*/) const { return {}; }
 };
 
 struct LlamaLayerWeights {

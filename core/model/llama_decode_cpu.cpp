@@ -1,4 +1,5 @@
-// LlamaModel::decodeStepCpu: one new token of one sequence on the CPU, computed in plain
+// LlamaModel::decodeStepCpu: one new token of one sequence on the CPU (with at most one
+// runtime LoRA adapter, from ProjectionDelta::loraFactors), computed in plain
 // loops over the weights' memory instead of ~20 ATen ops per layer. At batch 1 the ops are
 // tiny and libtorch's per-op cost (dispatch, allocation, dtype conversions, OpenMP regions)
 // is most of the time on a small model: measured on the demo model (hidden 128, 4 layers)
@@ -104,7 +105,7 @@ void rmsNorm(const std::vector<float>& x, const at::Tensor& weight, double eps, 
 
 bool LlamaModel::canDecodeStepCpu(const at::Tensor& ids, const KvCache* cache) const {
   return fastDecode_ && cache && ids.dim() == 2 && ids.size(0) == 1 && ids.size(1) == 1 && device_.is_cpu() &&
-         !delta_ && !at::GradMode::is_enabled() && (dtype_ == at::kFloat || dtype_ == at::kBFloat16) &&
+         (!delta_ || delta_->singleRowLora()) && !at::GradMode::is_enabled() && (dtype_ == at::kFloat || dtype_ == at::kBFloat16) &&
          cache->lengths.size() == 1 && !cache->keys.empty() && cache->keys[0].is_contiguous() &&
          cache->keys[0].scalar_type() == dtype_ && cache->keys[0].size(2) == cache->capacity;
 }
@@ -140,12 +141,26 @@ at::Tensor LlamaModel::decodeStepCpuImpl(int64_t token, KvCache& cache) const {
   for (int64_t i = 0; i < H; ++i) x[size_t(i)] = M::load(emb[i]);
   const float scale = float(1.0 / std::sqrt(double(hd)));
 
+  // project() plus a runtime LoRA term, as linear() adds it: y + round(round(x Aᵀ) Bᵀ), rounded.
+  std::vector<float> loraMid, loraOut;
+  const auto linear = [&](size_t layer, Proj p, const at::Tensor& wt, const at::Tensor& bias,
+                          const std::vector<float>& in, std::vector<float>& out) {
+    project<M>(wt, bias, in, out, scratch);
+    if (!delta_) return;
+    const auto [a, b] = delta_->loraFactors(layer, p);
+    if (!a.defined()) return;
+    gemv<M>(a, in, loraMid, scratch);
+    for (float& m : loraMid) m = M::round(m);
+    gemv<M>(b, loraMid, loraOut, scratch);
+    for (size_t i = 0; i < out.size(); ++i) out[i] = M::round(out[i] + M::round(loraOut[i]));
+  };
+
   for (size_t l = 0; l < weights_.layers.size(); ++l) {
     const LlamaLayerWeights& w = weights_.layers[l];
     rmsNorm<M>(x, w.inputNorm, c.rmsNormEps, h);
-    project<M>(w.wq, w.bq, h, q, scratch);  // [nh*hd]
-    project<M>(w.wk, w.bk, h, k, scratch);  // [nkv*hd]
-    project<M>(w.wv, w.bv, h, v, scratch);  // [nkv*hd]
+    linear(l, Proj::Q, w.wq, w.bq, h, q);  // [nh*hd]
+    linear(l, Proj::K, w.wk, w.bk, h, k);  // [nkv*hd]
+    linear(l, Proj::V, w.wv, w.bv, h, v);  // [nkv*hd]
     for (int64_t j = 0; j < nh; ++j) rope(q.data() + j * hd);
     for (int64_t g = 0; g < nkv; ++g) rope(k.data() + g * hd);
 
@@ -186,17 +201,17 @@ at::Tensor LlamaModel::decodeStepCpuImpl(int64_t token, KvCache& cache) const {
       }
       for (int64_t d = 0; d < hd; ++d) oh[d] = M::round(oh[d]);
     }
-    project<M>(w.wo, w.bo, o, attn, scratch);
+    linear(l, Proj::O, w.wo, w.bo, o, attn);
     for (int64_t i = 0; i < H; ++i) x[size_t(i)] = M::round(x[size_t(i)] + attn[size_t(i)]);
 
     rmsNorm<M>(x, w.postNorm, c.rmsNormEps, h);
-    project<M>(w.wGate, w.bGate, h, gate, scratch);
-    project<M>(w.wUp, w.bUp, h, up, scratch);
+    linear(l, Proj::Gate, w.wGate, w.bGate, h, gate);
+    linear(l, Proj::Up, w.wUp, w.bUp, h, up);
     for (size_t i = 0; i < gate.size(); ++i) {
       const float gv = gate[i];
       gate[i] = M::round(M::round(gv / (1.0f + std::exp(-gv))) * up[i]);  // silu(gate) * up
     }
-    project<M>(w.wDown, w.bDown, gate, down, scratch);
+    linear(l, Proj::Down, w.wDown, w.bDown, gate, down);
     for (int64_t i = 0; i < H; ++i) x[size_t(i)] = M::round(x[size_t(i)] + down[size_t(i)]);
   }
   cache.lengths[0] = pos + 1;

@@ -136,6 +136,23 @@ class TestBatchScheduler : public QObject {
     QVERIFY(singleSequence(dir_, promptOf(6, 0), 16, dir_ + "/lora_a") != singleSequence(dir_, promptOf(6, 0), 16));
   }
 
+  // A request alone in the batch decodes through the fused batch-1 CPU step (LlamaModel::
+  // canDecodeStepCpu), its adapter applied from the LoRA factors: same ids as merged.
+  void singleRuntimeLoraRequestEqualsMerged() {
+    infer::SchedulerOptions so;
+    so.maxBatch = 4;
+    so.maxModelLen = 128;
+    so.loras = {{"a", dir_ + "/lora_a"}, {"b", dir_ + "/lora_b"}};
+    auto engine = infer::BatchScheduler::open(dir_, so);
+    for (const std::string adapter : {"a", "b"}) {
+      Collector c;
+      engine->submit(c.wrap(greedy(promptOf(9, 3), 24, adapter), 0));
+      QVERIFY(c.wait());
+      QCOMPARE(c.result(0).ids, singleSequence(dir_, promptOf(9, 3), 24, dir_ + "/lora_" + adapter));
+    }
+    QCOMPARE(engine->stats().maxBatchSeen, 1);
+  }
+
   void seedsReproduce() {
     infer::SchedulerOptions so;
     so.maxModelLen = 128;
