@@ -2,7 +2,7 @@
 // engine; print one JSON line with load time, prefill and decode tokens/s, peak memory and
 // the generated ids (so a driver can compare them with llama.cpp's greedy ids).
 //
-//   engine_bench --model DIR [--dtype f32|bf16] [--threads T] [--decode N] [--prompt-ids JSON]
+//   engine_bench --model DIR [--dtype f32|bf16] [--threads T] [--decode N] [--prompt-ids JSON] [--load map|copy]
 #include <sys/resource.h>
 
 #include <nlohmann/json.hpp>
@@ -25,7 +25,7 @@ double peakRssMiB() {
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string model, dtype = "f32", prompt = "[128000, 9906, 11, 1917, 0]";
+  std::string model, dtype = "f32", load = "map", prompt = "[128000, 9906, 11, 1917, 0]";
   int threads = 0, decode = 128;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -34,18 +34,21 @@ int main(int argc, char** argv) {
     else if (k == "--threads") threads = std::stoi(v);
     else if (k == "--decode") decode = std::stoi(v);
     else if (k == "--prompt-ids") prompt = v;
+    else if (k == "--load") load = v;
     else {
       std::cerr << "engine_bench: unknown option " << k << "\n";
       return 2;
     }
   }
   if (model.empty()) {
-    std::cerr << "usage: engine_bench --model DIR [--dtype f32|bf16] [--threads T] [--decode N] [--prompt-ids JSON]\n";
+    std::cerr << "usage: engine_bench --model DIR [--dtype f32|bf16] [--threads T] [--decode N] [--prompt-ids JSON] [--load map|copy]\n";
     return 2;
   }
   try {
     const auto t0 = std::chrono::steady_clock::now();
-    auto engine = crosslab::infer::LocalEngine::open(model, {dtype, "cpu", threads, ""});
+    crosslab::infer::EngineOptions eo{dtype, "cpu", threads, ""};
+    eo.copyWeights = load == "copy";
+    auto engine = crosslab::infer::LocalEngine::open(model, eo);
     const double loadS = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
     const auto ids = nlohmann::json::parse(prompt).get<std::vector<int32_t>>();
     crosslab::infer::GenerateOptions g;
@@ -57,7 +60,7 @@ int main(int argc, char** argv) {
     const double firstForwardS = engine->generate(ids, {4, {}, {}, {}, true, nullptr, nullptr}).prefillSeconds;
     const auto r = engine->generate(ids, g);
     nlohmann::json out = {{"engine", "crosslab"},          {"model", model},
-                          {"dtype", dtype},                {"threads", threads},
+                          {"dtype", dtype},                {"threads", threads},  {"load", load},
                           {"load_s", loadS},               {"model_load_s", engine->modelLoadSeconds()},
                           {"tokenizer_load_s", engine->tokenizerLoadSeconds()}, {"first_forward_s", firstForwardS},               {"prompt_tokens", r.promptTokens},
                           {"prefill_tok_s", r.prefillTokPerS()}, {"ttft_s", r.prefillSeconds},

@@ -45,6 +45,7 @@ def main():
     ap.add_argument("--model-dir")
     ap.add_argument("--prompt-ids")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--loads", default="map,copy", help="crosslab weight loading: map (default), copy")
     a = ap.parse_args()
     os.makedirs(a.workdir, exist_ok=True)
     prompt = json.loads(a.prompt_ids) if a.prompt_ids else PROMPT
@@ -62,9 +63,9 @@ def main():
     node_dir = os.path.join(a.peers, "node")
     rows = []
     for t in [int(x) for x in a.threads.split(",") for _ in range(a.repeats)]:
-        for dtype in ("f32", "bf16"):
+        for dtype, load in [(d, l) for d in ("f32", "bf16") for l in a.loads.split(",")]:
             r = run_json([a.bench, "--model", ckpt, "--dtype", dtype, "--threads", str(t), "--decode", str(a.decode),
-                          "--prompt-ids", json.dumps(prompt)])
+                          "--prompt-ids", json.dumps(prompt), "--load", load])
             rows.append(r)
             print(json.dumps({k: v for k, v in r.items() if k != "ids"}), flush=True)
         for kind, path in ggufs.items():
@@ -75,9 +76,9 @@ def main():
                 rows.append(r)
                 print(json.dumps({k: v for k, v in r.items() if k not in ("ids", "generated")}), flush=True)
 
-    def best(engine, dtype, exact=None):
+    def best(engine, dtype, exact=None, load=None):
         cands = [r for r in rows if r["engine"] == engine and r["dtype"] == dtype
-                 and (exact is None or r.get("exact") == exact)]
+                 and (exact is None or r.get("exact") == exact) and (load is None or r.get("load") == load)]
         return max(cands, key=lambda r: r["decode_tok_s"])
 
     ours32, ours16 = best("crosslab", "f32"), best("crosslab", "bf16")
@@ -91,6 +92,10 @@ def main():
         "ratio_f32": round(ours32["decode_tok_s"] / ll32["decode_tok_s"], 2),
         "crosslab_bf16_decode_tok_s": round(ours16["decode_tok_s"], 1), "llamacpp_f16_decode_tok_s": round(ll16["decode_tok_s"], 1),
         "ratio_bf16_vs_f16": round(ours16["decode_tok_s"] / ll16["decode_tok_s"], 2),
+        "best_load_f32": ours32.get("load"), "best_load_bf16": ours16.get("load"),
+        **({"ratio_f32_load_map": round(best("crosslab", "f32", load="map")["decode_tok_s"] / ll32["decode_tok_s"], 2),
+            "ratio_bf16_load_map": round(best("crosslab", "bf16", load="map")["decode_tok_s"] / ll16["decode_tok_s"], 2)}
+           if "map" in a.loads.split(",") else {}),
         "greedy_ids_match_exact_f32": ours32["ids"] == ll_ids[:len(ours32["ids"])] and len(ll_ids) >= len(ours32["ids"]),
         "greedy_matching_prefix": next((i for i, (x, y) in enumerate(zip(ours32["ids"], ll_ids)) if x != y),
                                        min(len(ours32["ids"]), len(ll_ids))),

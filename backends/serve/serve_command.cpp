@@ -73,6 +73,9 @@ int runServe(const cli::Args& args, cli::Context& ctx) {
   so.threads = int(args.integer("--threads", 0, 0, 1024));
   so.dtype = args.value("--dtype").value_or("f32");
   if (so.dtype != "f32" && so.dtype != "bf16") throw cli::UsageError("--dtype must be bf16 or f32");
+  const std::string load = args.value("--load").value_or("map");
+  if (load != "map" && load != "copy") throw cli::UsageError("--load must be map or copy");
+  so.copyWeights = load == "copy";
   so.loras = loraOptions(args);
 
   ServerOptions opt;
@@ -124,6 +127,7 @@ void addServeCommands(std::vector<cli::Command>& commands) {
                        {"--prefill-chunk", true, "prompt tokens per prefill step (default 128)"},
                        {"--threads", true, "compute threads (default: every core)"},
                        {"--dtype", true, "bf16 or f32 (default f32)"},
+                       {"--load", true, "map (default) or copy: weights from the file's memory map, or read into memory"},
                        {"--max-connections", true, "HTTP connections served at once (default max(256, 4 x max batch + 64))"},
                        {"--api-key-env", true, "environment variable holding the API key"}},
                       runServe});

@@ -84,6 +84,9 @@ infer::EngineOptions engineOptions(const Args& args) {
   o.device = args.value("--device").value_or("cpu");
   o.threads = int(args.integer("--threads", 0, 0, 1024));
   o.adapter = args.value("--adapter").value_or("");
+  const std::string load = args.value("--load").value_or("map");
+  if (load != "map" && load != "copy") throw UsageError("--load must be map or copy");
+  o.copyWeights = load == "copy";
   return o;
 }
 
@@ -233,7 +236,8 @@ const std::vector<OptionSpec> kEngineOptions = {{"--model", true, "checkpoint fo
                                                 {"--adapter", true, "PEFT LoRA adapter folder"},
                                                 {"--dtype", true, "f32 (default) or bf16"},
                                                 {"--device", true, "cpu (default), cuda, cuda:N"},
-                                                {"--threads", true, "CPU threads (default: all cores)"}};
+                                                {"--threads", true, "CPU threads (default: all cores)"},
+                                                {"--load", true, "map (default: weights used from the file's memory map) or copy (read into memory: faster batch-1 decode on some machines)"}};
 
 std::vector<OptionSpec> with(std::vector<OptionSpec> extra) {
   extra.insert(extra.begin(), kEngineOptions.begin(), kEngineOptions.end());

@@ -324,7 +324,7 @@ std::unique_ptr<BatchScheduler> BatchScheduler::open(const std::filesystem::path
     throw std::runtime_error("unknown device '" + options.device + "'");
   }
   c10::InferenceMode guard;
-  auto impl = std::make_unique<Impl>(model::LlamaModel::load(dir, parseDtype(options.dtype), device));
+  auto impl = std::make_unique<Impl>(model::LlamaModel::load(dir, parseDtype(options.dtype), device, options.copyWeights));
   impl->opt = options;
   const auto& cfg = impl->model.config();
   impl->maxLen = options.maxModelLen > 0 ? options.maxModelLen : int(std::min<int64_t>(cfg.maxPositions, 4096));

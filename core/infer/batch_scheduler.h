@@ -29,6 +29,7 @@ struct SchedulerOptions {
   int threads = 0;  // 0 = every core
   std::vector<std::pair<std::string, std::filesystem::path>> loras;  // runtime adapters by name
   std::filesystem::path mergeAdapter;  // merged into the weights at load; empty = none
+  bool copyWeights = false;            // read the weights into memory instead of using the file's map
 };
 
 struct SchedulerStats {

@@ -73,7 +73,7 @@ std::unique_ptr<LocalEngine> LocalEngine::open(const std::filesystem::path& dir,
   }
   c10::InferenceMode guard;
   const auto t0 = Clock::now();
-  auto impl = std::make_unique<Impl>(Impl{model::LlamaModel::load(dir, parseDtype(options.dtype), device), std::nullopt});
+  auto impl = std::make_unique<Impl>(Impl{model::LlamaModel::load(dir, parseDtype(options.dtype), device, options.copyWeights), std::nullopt});
   if (!options.adapter.empty()) impl->model.mergeLoraAdapter(options.adapter);
   const auto t1 = Clock::now();
   if (std::filesystem::exists(dir / "tokenizer.json")) impl->tok = tokenizer::BpeTokenizer::load(dir / "tokenizer.json");

@@ -23,6 +23,7 @@ struct EngineOptions {
   std::string device = "cpu";  // any libtorch device string: cpu, cuda, cuda:1 (ROCm builds say cuda)
   int threads = 0;             // 0 = every core
   std::string adapter;         // PEFT LoRA folder merged into the weights at load; empty = none
+  bool copyWeights = false;    // read the weights into memory instead of using the file's map
 };
 
 struct GenerateOptions {

@@ -38,8 +38,8 @@ at::ScalarType torchType(DType dtype, const std::string& name) {
 // The result aliases the read-only memory map when no conversion is needed.
 class WeightLoader {
  public:
-  WeightLoader(const CheckpointFiles& files, at::ScalarType dtype, at::Device device)
-      : files_(files), dtype_(dtype), device_(device) {}
+  WeightLoader(const CheckpointFiles& files, at::ScalarType dtype, at::Device device, bool copy)
+      : files_(files), dtype_(dtype), device_(device), copy_(copy) {}
 
   at::Tensor get(const std::string& name, std::vector<int64_t> shape, bool required = true) const {
     const TensorView v = files_.find(name);
@@ -53,8 +53,8 @@ class WeightLoader {
     const auto type = torchType(v.info->dtype, name);
     // from_blob never frees: the map outlives the model (LlamaModel::files_).
     at::Tensor t = at::from_blob(const_cast<uint8_t*>(v.data), shape, at::TensorOptions().dtype(type));
-    if (type == dtype_ && device_.is_cpu()) return t;
-    at::Tensor converted = t.to(device_, dtype_);
+    if (type == dtype_ && device_.is_cpu() && !copy_) return t;
+    at::Tensor converted = type == dtype_ && device_.is_cpu() ? t.clone() : t.to(device_, dtype_);
     MappedFile::dropPages(v.data, size_t(v.info->bytes()));  // peak RSS ~ converted weights, not file + converted
     return converted;
   }
@@ -63,6 +63,7 @@ class WeightLoader {
   const CheckpointFiles& files_;
   at::ScalarType dtype_;
   at::Device device_;
+  bool copy_;
 };
 
 // y = x W^T + b. A single row (batch-1 decode, no autograd) on the CPU goes through our
@@ -143,12 +144,12 @@ LlamaModel::LlamaModel(ModelConfig config, at::ScalarType dtype, at::Device devi
   invFreq_ = at::tensor(inv, at::kFloat).to(device_);
 }
 
-LlamaModel LlamaModel::load(const std::filesystem::path& dir, at::ScalarType dtype, at::Device device) {
+LlamaModel LlamaModel::load(const std::filesystem::path& dir, at::ScalarType dtype, at::Device device, bool copyWeights) {
   LlamaModel m(loadModelConfig(dir), dtype, device);
   m.files_ = std::make_shared<CheckpointFiles>(CheckpointFiles::open(dir));
   const ModelConfig& c = m.config_;
   checkLlamaCheckpoint(*m.files_, c);  // names the first bad tensor before anything is converted
-  const WeightLoader w(*m.files_, dtype, device);
+  const WeightLoader w(*m.files_, dtype, device, copyWeights);
   const int64_t H = c.hiddenSize, I = c.intermediateSize, q = c.numHeads * c.headDim, kv = c.numKvHeads * c.headDim;
   m.weights_.embed = w.get("model.embed_tokens.weight", {c.vocabSize, H});
   m.weights_.finalNorm = w.get("model.norm.weight", {H});

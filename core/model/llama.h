@@ -57,8 +57,11 @@ struct LlamaWeights {
 class LlamaModel {
  public:
   // Reads config.json and the safetensors weights of `dir`; checks every shape against the
-  // config. Weights in `dtype` on `device` (no copy when the file already matches on CPU).
-  static LlamaModel load(const std::filesystem::path& dir, at::ScalarType dtype, at::Device device);
+  // config. Weights in `dtype` on `device` (no copy when the file already matches on CPU,
+  // unless copyWeights: then they are read into memory, and the file's pages handed back;
+  // streamed at batch 1, anonymous memory reads faster here than the file's mapped pages).
+  static LlamaModel load(const std::filesystem::path& dir, at::ScalarType dtype, at::Device device,
+                         bool copyWeights = false);
 
   // ids [B, T] int64 -> final hidden states [B, T, H]. With a cache, row b continues at
   // position cache->length(b) and the new keys/values are appended to it.

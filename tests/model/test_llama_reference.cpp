@@ -189,7 +189,17 @@ class TestLlamaReference : public QObject {
             fusedTol);
       QVERIFY2(fusedDiff <= fusedTol, qPrintable(QString::number(fusedDiff)));
       QVERIFY(maxAbsDiff(a, c) <= tol);
+
+      // --load copy: the same weights read into memory instead of used from the map.
+      const QString copied = dir + "/copy-" + dtype;
+      r = run(CROSSLAB_CLI, {"forward", "--model", dir, "--ids", idsJson(ids), "--dump-logits", copied, "--dtype", dtype,
+                             "--incremental", "--load", "copy"});
+      QVERIFY2(r.code == 0, r.err.constData());
+      QCOMPARE(maxAbsDiff(readFloats(copied), b), 0.0);
     }
+    const auto bad = run(CROSSLAB_CLI, {"forward", "--model", dir, "--ids", "[1]", "--dump-logits", dir + "/x", "--load", "mmap"});
+    QCOMPARE(bad.code, 2);
+    QVERIFY(bad.err.contains("--load must be map or copy"));
   }
 
   // A PEFT adapter merged at load (W + s B A) against the reference's unmerged LoRA branch.
