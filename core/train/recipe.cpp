@@ -349,7 +349,9 @@ Recipe recipeFromLlamaFactoryYaml(const std::string& text) {
 
 void applyOverrides(Recipe& r, const std::map<std::string, std::string>& values) {
   json j = json::object();
-  for (const auto& [key, text] : values) {
+  for (const auto& entry : values) {
+    const std::string& key = entry.first;  // a plain reference: lambdas capture it in C++17 (clang)
+    const std::string& text = entry.second;
     if (key == "dtype") {
       if (text != "bf16" && text != "f32") throw std::runtime_error("dtype must be bf16 or f32, got '" + text + "'");
       j["bf16"] = text == "bf16";
