@@ -52,7 +52,7 @@ class TestRemoteCli : public QObject {
   QStringList train(const QString& mode, const QString& workdir) {
     return {"remote", "train", "--box", "loop", "--engine", "llamafactory", "--recipe",
             recipe("r.json", R"({"model": "/models/llama-3.1-8b", "lora_rank": 16})"), "--data", home_.filePath("data.json"),
-            "--launcher", "sh " + QFINDTESTDATA("fake_llamafactory.sh") + " " + mode, "--poll-ms", "50", "--workdir",
+            "--launcher", "sh " + QStringLiteral(CROSSLAB_TESTS_DIR "/backends/fake_llamafactory.sh") + " " + mode, "--poll-ms", "50", "--workdir",
             workdir, "--json"};
   }
 
@@ -93,7 +93,7 @@ class TestRemoteCli : public QObject {
     const QString wd = home_.filePath("box/run-crosslab"), fetched = home_.filePath("adapter-crosslab");
     auto r = cli({"remote", "train", "--box", "loop", "--engine", "crosslab", "--recipe",
                   recipe("rc.json", R"({"model": "/models/llama-3.1-8b", "lora_rank": 16})"), "--data",
-                  home_.filePath("data.json"), "--launcher", "sh " + QFINDTESTDATA("fake_crosslab_train.sh"),
+                  home_.filePath("data.json"), "--launcher", "sh " + QStringLiteral(CROSSLAB_TESTS_DIR "/backends/fake_crosslab_train.sh"),
                   "--poll-ms", "50", "--workdir", wd, "--fetch", fetched, "--json"});
     QVERIFY2(r.code == 0, r.err.constData());
     const auto res = QJsonDocument::fromJson(r.out).object();

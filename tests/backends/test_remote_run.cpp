@@ -31,7 +31,7 @@ class TestRemoteRun : public QObject {
     recipe.model = "/models/llama";
     std::ofstream(dir + "/train.yaml") << crosslab::venues::llamaFactoryTrainYaml(recipe, "data", "");
     RemoteRun run(*session_, dir, "output/trainer_log.jsonl");
-    run.launch("sh " + QFINDTESTDATA("fake_llamafactory.sh").toStdString() + " " + mode.toStdString() + " train train.yaml");
+    run.launch("sh " + QStringLiteral(CROSSLAB_TESTS_DIR "/backends/fake_llamafactory.sh").toStdString() + " " + mode.toStdString() + " train train.yaml");
     for (int i = 0; i < 400; ++i) {
       if (run.feed(monitor, run.poll())) break;
       if (advanceClock && monitor.lastStep()) now_ += 30;  // 30 s of fake time per poll once steps flowed

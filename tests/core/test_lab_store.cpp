@@ -78,7 +78,7 @@ class TestLabStore : public QObject {
     const QString dir = labPath("old");
     QVERIFY(QDir().mkpath(dir));
     {
-      QFile sql(QFINDTESTDATA("../fixtures/lab_schema1.sql"));
+      QFile sql(QStringLiteral(CROSSLAB_TESTS_DIR "/fixtures/lab_schema1.sql"));
       QVERIFY(sql.open(QIODevice::ReadOnly));
       Database db((dir + "/lab.sqlite").toStdString(), Database::Mode::ReadWriteCreate);
       db.exec(sql.readAll().toStdString());
