@@ -4,19 +4,15 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QtTest>
 
 #include "http_standin.h"
 #include "sshd_fixture.h"
+#include "tests/support/cli_runner.h"
 
 namespace {
 
-struct Result {
-  int code;
-  QByteArray out;
-  QByteArray err;
-};
+using Result = crosslab::testing::CliResult;
 
 void writeFile(const QString& path, const QByteArray& data) {
   QDir().mkpath(QFileInfo(path).path());
@@ -32,15 +28,10 @@ class TestRemoteCli : public QObject {
   SshdFixture sshd_;
 
   Result cli(const QStringList& args) {
-    QProcess p;
     auto e = QProcessEnvironment::systemEnvironment();
     e.insert("CROSSLAB_HOME", home_.path());
     e.insert("HF_TOKEN", "hf_PLANTEDtokenPLANTEDtokenPLANTED1234");
-    p.setProcessEnvironment(e);
-    p.start(CROSSLAB_CLI, args);
-    if (!p.waitForFinished(120000)) return {-1, {}, "timeout"};
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, p.readAllStandardOutput(),
-            p.readAllStandardError()};
+    return crosslab::testing::runCli(args, e);
   }
 
   QString recipe(const QString& name, const QByteArray& json) {
@@ -134,13 +125,13 @@ class TestRemoteCli : public QObject {
   void serveWaitsForHealthThroughTheTunnel() {
     const int port = freeLoopbackPort();
     QProcess p;
-    auto e = QProcessEnvironment::systemEnvironment();
-    e.insert("CROSSLAB_HOME", home_.path());
-    p.setProcessEnvironment(e);
-    p.start(CROSSLAB_CLI, {"remote", "serve", "--box", "loop", "--engine", "vllm", "--model", "/m", "--port",
+    crosslab::testing::CliOptions o;
+    o.env.insert("CROSSLAB_HOME", home_.path());
+    crosslab::testing::startCli(p, {"remote", "serve", "--box", "loop", "--engine", "vllm", "--model", "/m", "--port",
                            QString::number(port), "--launcher",
                            QString(SERVE_STANDIN) + " --port " + QString::number(port) + " --unhealthy 2", "--workdir",
-                           home_.filePath("box/serve"), "--for", "60", "--stop-on-exit"});
+                           home_.filePath("box/serve"), "--for", "60", "--stop-on-exit"},
+                                o);
     QVERIFY(p.waitForReadyRead(60000));
     const auto info = QJsonDocument::fromJson(p.readLine()).object();
     const QString url = info.value("url").toString();

@@ -6,22 +6,18 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QtTest>
 
 #include <cstring>
 
 #include "sshd_fixture.h"
+#include "tests/support/cli_runner.h"
 #include "tests/model/tiny_llama.h"
 #include "tests/train/tiny_tokenizer.h"
 
 namespace {
 
-struct Result {
-  int code;
-  QByteArray out;
-  QByteArray err;
-};
+using Result = crosslab::testing::CliResult;
 
 QByteArray readFile(const QString& path) {
   QFile f(path);
@@ -51,15 +47,10 @@ class TestRemoteEngine : public QObject {
   SshdFixture sshd_;
 
   Result cli(const QStringList& args) {
-    QProcess p;
     auto e = QProcessEnvironment::systemEnvironment();
     e.insert("CROSSLAB_HOME", home_.path());
     e.remove("SSH_AUTH_SOCK");
-    p.setProcessEnvironment(e);
-    p.start(CROSSLAB_CLI, args);
-    if (!p.waitForFinished(120000)) return {-1, {}, "timeout"};
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, p.readAllStandardOutput(),
-            p.readAllStandardError()};
+    return crosslab::testing::runCli(args, e);
   }
 
  private slots:

@@ -3,21 +3,17 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QtTest>
 
 #include "hotaisle_standin.h"
 #include "sshd_fixture.h"
+#include "tests/support/cli_runner.h"
 
 #include <unistd.h>
 
 namespace {
 
-struct Result {
-  int code;
-  QByteArray out;
-  QByteArray err;
-};
+using Result = crosslab::testing::CliResult;
 
 const char* kPlantedToken = "hf_PLANTEDtokenPLANTEDtokenPLANTED1234";
 
@@ -39,12 +35,7 @@ class TestVenueCli : public QObject {
   }
 
   Result cli(const QStringList& args, const QString& apiKey = HotAisleStandin::kKey) {
-    QProcess p;
-    p.setProcessEnvironment(env(apiKey));
-    p.start(CROSSLAB_CLI, args);
-    if (!p.waitForFinished(120000)) return {-1, {}, "timeout"};
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, p.readAllStandardOutput(),
-            p.readAllStandardError()};
+    return crosslab::testing::runCli(args, env(apiKey));
   }
 
   QStringList provider() const {
@@ -104,23 +95,18 @@ class TestVenueCli : public QObject {
   }
 
   void missingKeyNamesEveryPlaceToPutIt() {
-    QProcess p;
     auto e = env();
     e.remove("HOTAISLE_API_KEY");
     e.remove("DBUS_SESSION_BUS_ADDRESS");  // no keyring service in this process either
-    p.setProcessEnvironment(e);
-    p.start(CROSSLAB_CLI, QStringList{"venues", "offers"} + provider());
-    QVERIFY(p.waitForFinished(60000));
-    QCOMPARE(p.exitCode(), 1);
-    const QByteArray err = p.readAllStandardError();
+    const auto noKey = crosslab::testing::runCli(QStringList{"venues", "offers"} + provider(), e);
+    QCOMPARE(noKey.code, 1);
+    const QByteArray err = noKey.err;
     QVERIFY2(err.contains("HOTAISLE_API_KEY") && err.contains("secrets set hotaisle-api-key"), err.constData());
     auto r = cli(QStringList{"venues", "offers", "--api-key-env", "CROSSLAB_NO_SUCH_VAR"} + provider());
     QCOMPARE(r.code, 1);
     QVERIFY(r.err.contains("CROSSLAB_NO_SUCH_VAR is not set"));
-    p.start(CROSSLAB_CLI, {"secrets", "set", "hf-token"});
-    p.closeWriteChannel();  // empty stdin: nothing to store
-    QVERIFY(p.waitForFinished(60000));
-    QCOMPARE(p.exitCode(), 1);
+    // empty stdin (the runner always closes it): nothing to store
+    QCOMPARE(crosslab::testing::runCli({"secrets", "set", "hf-token"}, e).code, 1);
   }
 
   void rejectedKeyExitsOneAndSaysSo() {
@@ -203,18 +189,13 @@ class TestVenueCli : public QObject {
                  .code,
              0);
     auto exec = [&](const QByteArray& stdinText, bool fromFd) -> Result {
-      QProcess p;
-      auto e = env();
-      if (fromFd) e.insert("CROSSLAB_SSH_PASSPHRASE_FD", "0");
-      p.setProcessEnvironment(e);
-      p.setChildProcessModifier([] { ::setsid(); });  // no controlling terminal, as under CI or cron
-      p.start(CROSSLAB_CLI,
-              QStringList{"box", "exec", "locked", "--accept-new"} + known() + QStringList{"--", "echo", "opened"});
-      p.write(stdinText);
-      p.closeWriteChannel();
-      if (!p.waitForFinished(120000)) return {-1, {}, "timeout"};
-      return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, p.readAllStandardOutput(),
-              p.readAllStandardError()};
+      crosslab::testing::CliOptions o;
+      o.env = env();
+      if (fromFd) o.env.insert("CROSSLAB_SSH_PASSPHRASE_FD", "0");
+      o.newSession = true;  // no controlling terminal, as under CI or cron
+      o.input = stdinText;
+      return crosslab::testing::runCli(
+          QStringList{"box", "exec", "locked", "--accept-new"} + known() + QStringList{"--", "echo", "opened"}, o);
     };
     auto r = exec("s3same open\n", true);
     QVERIFY2(r.code == 0, r.err.constData());
@@ -283,8 +264,9 @@ class TestVenueCli : public QObject {
     http.server().Get("/health", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
     const int remotePort = http.start();
     QProcess p;
-    p.setProcessEnvironment(env());
-    p.start(CROSSLAB_CLI, QStringList{"box", "forward", "loop", "0", QString::number(remotePort), "--for", "60"} + known());
+    crosslab::testing::CliOptions o;
+    o.env = env();
+    crosslab::testing::startCli(p, QStringList{"box", "forward", "loop", "0", QString::number(remotePort), "--for", "60"} + known(), o);
     QVERIFY(p.waitForReadyRead(30000));
     const QByteArray line = p.readLine();
     QVERIFY2(line.startsWith("forwarding 127.0.0.1:"), line.constData());

@@ -2,9 +2,10 @@
 // process: JSON Lines per level with vLLM's keys, rows in the lab store with the exact
 // command, live decode-collapse and stall detection stopping the sweep, the API key
 // sent but never stored, and one-line errors for bad input.
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include "tests/support/cli_runner.h"
 
 #include <fstream>
 
@@ -19,17 +20,10 @@ using nlohmann::json;
 
 namespace {
 
-struct Result {
-  int code;
-  QString out, err;
-};
+using Result = crosslab::testing::CliResult;
 
 Result cli(const QStringList& args, const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
-  QProcess p;
-  p.setProcessEnvironment(env);
-  p.start(CROSSLAB_CLI, args);
-  if (!p.waitForFinished(120000)) return {-1, {}, "timed out"};
-  return {p.exitCode(), QString::fromUtf8(p.readAllStandardOutput()), QString::fromUtf8(p.readAllStandardError())};
+  return crosslab::testing::runCli(args, env);
 }
 
 std::vector<json> readLines(const QString& path) {
@@ -58,7 +52,7 @@ class TestBenchCli : public QObject {
                         "--concurrency", "1,4", "--num-prompts", "6", "--output-len", "16", "--input-len", "8",
                         "--price-per-hour", "2.99", "--label", "stand-in, loopback", "--lab", lab,
                         "--save-result", jsonl, "--warmup", "1"});
-    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(r.code == 0, r.err.constData());
     QVERIFY(r.out.contains("c=4  completed 6  failed 0"));
     const auto lines = readLines(jsonl);
     QCOMPARE(lines.size(), size_t(2));
@@ -92,7 +86,7 @@ class TestBenchCli : public QObject {
     const auto r = cli({"bench", "--url", QString::fromStdString(server.baseUrl()), "--model", "standin",
                         "--concurrency", "1,4,16", "--num-prompts", "4", "--output-len", "200",
                         "--watch-window", "1", "--save-result", jsonl});
-    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(r.code == 0, r.err.constData());
     const auto lines = readLines(jsonl);
     QCOMPARE(lines.size(), size_t(2));  // c=16 never ran
     QVERIFY(lines[0]["collapse"].is_null());
@@ -112,7 +106,7 @@ class TestBenchCli : public QObject {
     const auto r = cli({"bench", "--url", QString::fromStdString(server.baseUrl()), "--model", "standin",
                         "--concurrency", "2,4", "--num-prompts", "2", "--output-len", "50", "--stall-seconds", "1"});
     QCOMPARE(r.code, 1);  // nothing completed
-    QVERIFY2(r.err.contains("aborted: streams stopped producing"), qPrintable(r.err));
+    QVERIFY2(r.err.contains("aborted: streams stopped producing"), r.err.constData());
     QVERIFY(!r.out.contains("level c=4"));
   }
 
@@ -128,7 +122,7 @@ class TestBenchCli : public QObject {
     auto r = cli({"bench", "--url", QString::fromStdString(server.baseUrl()), "--model", "standin", "--concurrency",
                   "1", "--num-prompts", "1", "--output-len", "2", "--api-key-env", "BENCH_TEST_KEY", "--lab", lab},
                  env);
-    QVERIFY2(r.code == 0, qPrintable(r.err));
+    QVERIFY2(r.code == 0, r.err.constData());
     QFile db(lab + "/lab.sqlite");
     QVERIFY(db.open(QIODevice::ReadOnly));
     QVERIFY(!db.readAll().contains("sk-secret-1234"));
@@ -138,7 +132,7 @@ class TestBenchCli : public QObject {
     r = cli({"bench", "--url", QString::fromStdString(server.baseUrl()), "--model", "standin", "--concurrency", "1",
              "--num-prompts", "1", "--api-key-env", "BENCH_TEST_KEY"}, env);
     QCOMPARE(r.code, 1);
-    QVERIFY2(r.err.contains("HTTP 401: Unauthorized"), qPrintable(r.err));
+    QVERIFY2(r.err.contains("HTTP 401: Unauthorized"), r.err.constData());
     QVERIFY(!r.err.contains("sk-wrong"));
     env.remove("BENCH_TEST_KEY");
     r = cli({"bench", "--url", "http://127.0.0.1:1", "--model", "m", "--api-key-env", "BENCH_TEST_KEY"}, env);
@@ -169,8 +163,8 @@ class TestBenchCli : public QObject {
     for (const auto& c : cases) {
       const auto r = cli(c.args);
       QVERIFY2(r.code == c.code, qPrintable(c.args.join(' ') + " -> " + QString::number(r.code) + " " + r.err));
-      QVERIFY2(r.err.contains(c.message), qPrintable(r.err));
-      QVERIFY2(r.err.trimmed().split('\n').size() <= 2, qPrintable(r.err));  // message (+ usage line)
+      QVERIFY2(r.err.contains(c.message), r.err.constData());
+      QVERIFY2(r.err.trimmed().split('\n').size() <= 2, r.err.constData());  // message (+ usage line)
     }
   }
 };

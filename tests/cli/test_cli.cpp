@@ -1,25 +1,16 @@
 // crosslab-cli as a user runs it: a real child process, its exit codes, stdout, stderr.
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include "tests/support/cli_runner.h"
+
 namespace {
 
-struct Result {
-  int code;
-  QByteArray out;
-  QByteArray err;
-};
+using Result = crosslab::testing::CliResult;
 
-Result cli(const QStringList& args) {
-  QProcess p;
-  p.start(CROSSLAB_CLI, args);
-  if (!p.waitForFinished(60000)) return {-1, {}, "timeout"};
-  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, p.readAllStandardOutput(),
-          p.readAllStandardError()};
-}
+Result cli(const QStringList& args) { return crosslab::testing::runCli(args); }
 
 int lineCount(const QByteArray& text) { return text.trimmed().isEmpty() ? 0 : text.trimmed().count('\n') + 1; }
 

@@ -5,9 +5,10 @@
 // same tokenizer and weights byte for byte; a rerun reuses the lab; bad paths fail cleanly.
 #include <QCryptographicHash>
 #include <QFile>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include "tests/support/cli_runner.h"
 
 #include <nlohmann/json.hpp>
 
@@ -19,17 +20,9 @@ using namespace crosslab;
 
 namespace {
 
-struct Result {
-  int code;
-  QByteArray out, err;
-};
+using Result = crosslab::testing::CliResult;
 
-Result cli(const QStringList& args) {
-  QProcess p;
-  p.start(CROSSLAB_CLI, args);
-  if (!p.waitForFinished(300000)) return {-1, {}, "timeout"};
-  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, p.readAllStandardOutput(), p.readAllStandardError()};
-}
+Result cli(const QStringList& args) { return crosslab::testing::runCli(args); }
 
 QByteArray fileBytes(const QString& path) {
   QFile f(path);

@@ -2,9 +2,10 @@
 // on loopback: the `eval check --json` contract, judge -> lab -> agreement -> export, and
 // generate through the OpenAI-compatible client.
 #include <QFile>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include "tests/support/cli_runner.h"
 
 #include <nlohmann/json.hpp>
 
@@ -18,18 +19,10 @@ using nlohmann::json;
 
 namespace {
 
-struct Result {
-  int code;
-  std::string out, err;
-};
+using Result = crosslab::testing::CliResult;
 
 Result cli(const QStringList& args, const QProcessEnvironment& env = QProcessEnvironment::systemEnvironment()) {
-  QProcess p;
-  p.setProcessEnvironment(env);
-  p.start(CROSSLAB_CLI, args);
-  if (!p.waitForFinished(60000)) return {-1, {}, "timeout"};
-  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, p.readAllStandardOutput().toStdString(),
-          p.readAllStandardError().toStdString()};
+  return crosslab::testing::runCli(args, env);
 }
 
 void write(const QString& path, const std::string& text) {
@@ -93,11 +86,11 @@ class TestEvalCli : public QObject {
     write(bad, "{\"id\": \"q1\"}\n");
     auto r = cli({"eval", "check", "--eval", eval_, "--outputs", bad});
     QCOMPARE(r.code, 1);
-    QVERIFY(QString::fromStdString(r.err).contains("bad.jsonl:1: missing \"model\""));
-    QCOMPARE(QString::fromStdString(r.err).trimmed().count('\n'), 0);
+    QVERIFY(QString::fromUtf8(r.err).contains("bad.jsonl:1: missing \"model\""));
+    QCOMPARE(QString::fromUtf8(r.err).trimmed().count('\n'), 0);
     r = cli({"eval", "generate", "--eval", eval_, "--model", tmp_.path(), "--name", "x", "--out", tmp_.filePath("g.jsonl")});
     QCOMPARE(r.code, 1);  // a folder that is no model: one line naming what is missing, nothing written
-    QCOMPARE(QString::fromStdString(r.err).trimmed().count('\n'), 0);
+    QCOMPARE(QString::fromUtf8(r.err).trimmed().count('\n'), 0);
     QVERIFY(!QFile::exists(tmp_.filePath("g.jsonl")));
   }
 
@@ -110,7 +103,7 @@ class TestEvalCli : public QObject {
     const QStringList base = {"eval", "generate", "--eval", eval_, "--model", QString::fromStdString(model), "--name", "tiny",
                               "--max-tokens", "8", "--out"};
     auto r = cli(base + QStringList{a, "--adapter", QString::fromStdString(model + "/lora_a")});
-    QVERIFY2(r.code == 0, r.err.c_str());
+    QVERIFY2(r.code == 0, r.err.constData());
     r = cli(base + QStringList{b, "--adapter", QString::fromStdString(model + "/lora_a")});
     QCOMPARE(r.code, 0);
     r = cli(base + QStringList{c});
@@ -174,7 +167,7 @@ class TestEvalCli : public QObject {
 
     r = cli({"eval", "export", "--lab", lab, "--format", "csv"});
     QCOMPARE(r.code, 0);
-    QVERIFY(QString::fromStdString(r.out).startsWith("sample_id,eval_sha256,question_id,model,format,gate:strict,"));
+    QVERIFY(QString::fromUtf8(r.out).startsWith("sample_id,eval_sha256,question_id,model,format,gate:strict,"));
     r = cli({"eval", "export", "--lab", lab, "--format", "json", "--out", tmp_.filePath("export.json")});
     QCOMPARE(r.code, 0);
     std::ifstream in(tmp_.filePath("export.json").toStdString());
@@ -201,7 +194,7 @@ class TestEvalCli : public QObject {
     QCOMPARE(j["verdicts"]["x vs y"]["y"].get<int>(), 1);
     r = cli({"eval", "export", "--lab", lab, "--format", "dpo", "--eval", eval_});
     QCOMPARE(r.code, 0);
-    const auto first = json::parse(r.out.substr(0, r.out.find('\n')));
+    const auto first = json::parse(r.out.left(r.out.indexOf('\n')).toStdString());
     QCOMPARE(first["chosen"].get<std::string>(), std::string("GOOD 111 steps"));
     QCOMPARE(first["rejected"].get<std::string>(), std::string("no idea"));
     QCOMPARE(first["prompt"].get<std::string>(), std::string("How long?"));

@@ -6,9 +6,10 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include "tests/support/cli_runner.h"
 
 #include <nlohmann/json.hpp>
 
@@ -23,19 +24,9 @@ namespace fs = std::filesystem;
 
 namespace {
 
-struct Result {
-  int code;
-  QByteArray out;
-  QByteArray err;
-};
+using Result = crosslab::testing::CliResult;
 
-Result cli(const QStringList& args) {
-  QProcess p;
-  p.start(CROSSLAB_CLI, args);
-  if (!p.waitForFinished(120000)) return {-1, {}, "timeout"};
-  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, p.readAllStandardOutput(),
-          p.readAllStandardError()};
-}
+Result cli(const QStringList& args) { return crosslab::testing::runCli(args); }
 
 std::string readAll(const fs::path& p) {
   QFile f(QString::fromStdString(p.string()));

@@ -7,9 +7,10 @@
 #include <QFile>
 #include <QJsonArray>
 #include <QJsonDocument>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include "tests/support/cli_runner.h"
 
 #include <nlohmann/json.hpp>
 
@@ -23,19 +24,9 @@
 
 namespace {
 
-struct Result {
-  int code;
-  QByteArray out;
-  QByteArray err;
-};
+using Result = crosslab::testing::CliResult;
 
-Result run(const QString& program, const QStringList& args) {
-  QProcess p;
-  p.start(program, args);
-  if (!p.waitForFinished(300000)) return {-1, {}, "timeout"};
-  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, p.readAllStandardOutput(),
-          p.readAllStandardError()};
-}
+Result run(const QString& program, const QStringList& args) { return crosslab::testing::runProgram(program, args); }
 
 std::string utf8(std::u32string s) {
   std::string out;

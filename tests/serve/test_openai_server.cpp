@@ -2,7 +2,6 @@
 // client: vLLM's SSE framing for both endpoints (role-first chat delta, finish chunk,
 // usage chunk, [DONE]), non-streaming bodies, errors with their statuses, /v1/models with
 // adapters, per-request adapters, a client that disconnects, and the API key.
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -13,6 +12,7 @@
 #include <thread>
 
 #include "tests/serve/serve_fixture.h"
+#include "tests/support/cli_runner.h"
 
 using namespace crosslab;
 using nlohmann::json;
@@ -259,12 +259,12 @@ class TestOpenAiServer : public QObject {
   // SIGTERM stops it cleanly (exit 0); the key never appears in its output.
   void cliServeWithKeyAndSigterm() {
     QProcess p;
-    auto env = QProcessEnvironment::systemEnvironment();
-    env.insert("CROSSLAB_TEST_KEY", "k3y-from-env");
-    p.setProcessEnvironment(env);
-    p.start(CROSSLAB_CLI, {"serve", "--model", QString::fromStdString(dir_), "--port", "0", "--max-batch", "2",
+    crosslab::testing::CliOptions o;
+    o.env.insert("CROSSLAB_TEST_KEY", "k3y-from-env");
+    crosslab::testing::startCli(p, {"serve", "--model", QString::fromStdString(dir_), "--port", "0", "--max-batch", "2",
                            "--max-model-len", "256", "--lora", "lora_a=" + QString::fromStdString(dir_) + "/lora_a",
-                           "--lora", "lora_b=" + QString::fromStdString(dir_) + "/lora_b", "--api-key-env", "CROSSLAB_TEST_KEY"});
+                           "--lora", "lora_b=" + QString::fromStdString(dir_) + "/lora_b", "--api-key-env", "CROSSLAB_TEST_KEY"},
+                                o);
     QVERIFY(p.waitForStarted());
     QByteArray line;
     for (int i = 0; i < 600 && !line.contains('\n'); ++i) {
@@ -290,7 +290,7 @@ class TestOpenAiServer : public QObject {
 
   void cliServeMergedAdapter() {
     QProcess p;
-    p.start(CROSSLAB_CLI, {"serve", "--model", QString::fromStdString(dir_), "--port", "0", "--max-model-len", "256",
+    crosslab::testing::startCli(p, {"serve", "--model", QString::fromStdString(dir_), "--port", "0", "--max-model-len", "256",
                            "--lora", "lora_a=" + QString::fromStdString(dir_) + "/lora_a", "--merge", "lora_a"});
     QVERIFY(p.waitForStarted());
     QByteArray line;

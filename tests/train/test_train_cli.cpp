@@ -7,10 +7,11 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include "tests/support/cli_runner.h"
 
 #include <cmath>
 #include <map>
@@ -26,17 +27,9 @@
 
 namespace {
 
-struct Result {
-  int code;
-  QByteArray out, err;
-};
+using Result = crosslab::testing::CliResult;
 
-Result run(const QStringList& args) {
-  QProcess p;
-  p.start(CROSSLAB_CLI, args);
-  if (!p.waitForFinished(300000)) return {-1, {}, "timeout"};
-  return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, p.readAllStandardOutput(), p.readAllStandardError()};
-}
+Result run(const QStringList& args) { return crosslab::testing::runCli(args); }
 
 QList<QJsonObject> readEvents(const QString& file) {
   QList<QJsonObject> out;
@@ -270,7 +263,7 @@ class TestTrainCli : public QObject {
     QVERIFY2(r.code == 0, r.err.constData());
 
     QProcess p;
-    p.start(CROSSLAB_CLI, trainArgs(killed, data, 3) << "--save-steps" << "4" << "--lab" << lab_);
+    crosslab::testing::startCli(p, trainArgs(killed, data, 3) << "--save-steps" << "4" << "--lab" << lab_);
     QVERIFY(p.waitForStarted());
     int killedAfter = -1;
     while (p.state() == QProcess::Running && killedAfter < 0) {
@@ -314,7 +307,7 @@ class TestTrainCli : public QObject {
   void sigtermCheckpointsAndStops() {
     const QString data = path("long-data.json"), out = path("run-term");
     QProcess p;
-    p.start(CROSSLAB_CLI, trainArgs(out, data, 3) << "--lab" << lab_);
+    crosslab::testing::startCli(p, trainArgs(out, data, 3) << "--lab" << lab_);
     QVERIFY(p.waitForStarted());
     bool stepped = false;
     while (p.state() == QProcess::Running && !stepped) {
