@@ -1,5 +1,5 @@
-// crosslab-cli: the headless engine and tools. Wiring only: commands live in core/cli
-// (Qt-free) and backends/cli (outside world).
+// crosslab-cli: the headless engine and tools. Wiring only: every command lives in cli/,
+// grouped by topic.
 #include <QCoreApplication>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
@@ -9,10 +9,7 @@
 #include <string>
 #include <vector>
 
-#include "backends/cli/backend_commands.h"
-#include "core/cli/command.h"
-#include "core/cli/engine_commands.h"
-#include "core/cli/train_commands.h"
+#include "cli/commands.h"
 
 int main(int argc, char** argv) {
   // Commands that use Qt Network need an application object; it needs no display.
@@ -23,11 +20,7 @@ int main(int argc, char** argv) {
   if (const char* level = std::getenv("CROSSLAB_LOG")) logger->set_level(spdlog::level::from_str(level));
   spdlog::set_default_logger(logger);
 
-  auto commands = crosslab::cli::coreCommands();
-  crosslab::cli::addEngineCommands(commands);  // local engine (libtorch)
-  crosslab::cli::addTrainCommands(commands);   // LoRA training and merge (libtorch)
-  crosslab::backends::addBackendCommands(commands);
-  crosslab::cli::addDemoCommand(commands);  // last: it runs `train` when the build has one
+  const auto commands = crosslab::cli::allCommands();
   std::vector<std::string> args(argv + 1, argv + argc);
   return crosslab::cli::runCli(commands, args, std::cout, std::cerr);
 }

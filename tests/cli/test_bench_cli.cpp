@@ -163,7 +163,7 @@ class TestBenchCli : public QObject {
     for (const auto& c : cases) {
       const auto r = cli(c.args);
       QVERIFY2(r.code == c.code, qPrintable(c.args.join(' ') + " -> " + QString::number(r.code) + " " + r.err));
-      QVERIFY2(r.err.contains(c.message), r.err.constData());
+      QVERIFY2(r.err.contains(c.message.toUtf8()), r.err.constData());
       QVERIFY2(r.err.trimmed().split('\n').size() <= 2, r.err.constData());  // message (+ usage line)
     }
   }

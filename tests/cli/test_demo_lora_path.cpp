@@ -11,8 +11,8 @@
 #include <map>
 #include <sstream>
 
-#include "core/cli/command.h"
-#include "core/cli/engine_commands.h"
+#include "cli/command.h"
+#include "cli/commands.h"
 #include "core/store/lab_store.h"
 #include "tests/model/tiny_llama.h"
 

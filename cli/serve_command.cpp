@@ -1,4 +1,5 @@
-#include "backends/serve/serve_command.h"
+// crosslab-cli serve: the OpenAI-compatible server over the batch scheduler.
+#include "cli/commands.h"
 
 #include <pthread.h>
 

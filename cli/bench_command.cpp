@@ -1,4 +1,6 @@
-#include "backends/bench/bench_command.h"
+// crosslab-cli bench (a concurrency sweep against an OpenAI-compatible endpoint) and
+// crosslab-cli bench standin (the loopback stand-in server, for demos and checks).
+#include "cli/commands.h"
 
 #include <csignal>
 #include <cstdlib>

@@ -1,5 +1,5 @@
-// crosslab-cli eval check | agreement | export: the Qt-free half of the eval family
-// (generate and judge talk HTTP and live in backends/cli).
+// crosslab-cli eval check | agreement | export: the instruments that read files and the
+// lab (generate and judge, which call models, are in eval_model_commands.cpp).
 #include <nlohmann/json.hpp>
 
 #include <iomanip>
@@ -8,7 +8,7 @@
 #include <ostream>
 #include <sstream>
 
-#include "core/cli/command.h"
+#include "cli/command.h"
 #include "core/eval/eval_store.h"
 #include "core/eval/instrument_table.h"
 #include "core/eval/output_check.h"

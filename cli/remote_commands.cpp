@@ -13,9 +13,9 @@
 #include <sstream>
 #include <thread>
 
-#include "backends/cli/cli_support.h"
-#include "backends/cli/remote_steps.h"
-#include "backends/cli/venue_commands.h"
+#include "cli/venue_support.h"
+#include "cli/remote_steps.h"
+#include "cli/commands.h"
 #include "backends/remote/remote_run.h"
 #include "core/venues/llamafactory_config.h"
 

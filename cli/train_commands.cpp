@@ -1,4 +1,4 @@
-#include "core/cli/train_commands.h"
+#include "cli/commands.h"
 
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
@@ -15,7 +15,7 @@
 #include <sstream>
 #include <thread>
 
-#include "core/cli/recipe_flags.h"
+#include "cli/recipe_flags.h"
 #include "core/model/llama.h"
 #include "core/model/safetensors_writer.h"
 #include "core/store/lab_store.h"

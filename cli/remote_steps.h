@@ -4,7 +4,7 @@
 #include <string>
 
 #include "backends/remote/remote_run.h"
-#include "core/cli/command.h"
+#include "cli/command.h"
 #include "core/store/lab_store.h"
 #include "core/venues/lora_recipe.h"
 #include "core/venues/venue_store.h"

@@ -8,7 +8,7 @@
 #include <stdexcept>
 #include <ostream>
 
-#include "core/cli/engine_commands.h"
+#include "cli/commands.h"
 #include "core/demo/demo_lab.h"
 
 namespace crosslab::cli {

@@ -6,7 +6,7 @@
 #include <iostream>
 #include <ostream>
 
-#include "backends/cli/venue_commands.h"
+#include "cli/commands.h"
 #include "backends/secrets/keyring.h"
 
 namespace crosslab::backends {

@@ -9,8 +9,8 @@
 #include <ostream>
 #include <thread>
 
-#include "backends/cli/cli_support.h"
-#include "backends/cli/remote_steps.h"
+#include "cli/venue_support.h"
+#include "cli/remote_steps.h"
 #include "backends/remote/remote_run.h"
 #include "core/venues/lora_recipe.h"
 

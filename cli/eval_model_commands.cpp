@@ -7,7 +7,7 @@
 #include <map>
 #include <ostream>
 
-#include "backends/cli/backend_commands.h"
+#include "cli/commands.h"
 #include "backends/openai_chat_client.h"
 #include "backends/secrets/keyring.h"
 #include "core/infer/local_engine.h"

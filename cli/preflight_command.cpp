@@ -8,8 +8,8 @@
 #include <ostream>
 #include <sstream>
 
-#include "backends/cli/cli_support.h"
-#include "backends/cli/venue_commands.h"
+#include "cli/venue_support.h"
+#include "cli/commands.h"
 #include "core/venues/preflight.h"
 
 namespace fs = std::filesystem;

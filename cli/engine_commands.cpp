@@ -1,4 +1,4 @@
-#include "core/cli/engine_commands.h"
+#include "cli/commands.h"
 
 #include <nlohmann/json.hpp>
 

@@ -1,4 +1,4 @@
-#include "core/cli/args.h"
+#include "cli/args.h"
 
 #include <algorithm>
 

@@ -4,7 +4,7 @@
 #include <iomanip>
 #include <ostream>
 
-#include "core/cli/command.h"
+#include "cli/command.h"
 #include "core/store/lab_store.h"
 
 namespace crosslab::cli {

@@ -7,7 +7,7 @@
 
 #include "backends/providers/hotaisle_client.h"
 #include "backends/ssh/ssh_session.h"
-#include "core/cli/args.h"
+#include "cli/args.h"
 #include "core/store/lab_store.h"
 #include "core/venues/secret_guard.h"
 #include "core/venues/venue_store.h"

@@ -1,4 +1,4 @@
-#include "backends/cli/cli_support.h"
+#include "cli/venue_support.h"
 
 #include <fcntl.h>
 #include <termios.h>

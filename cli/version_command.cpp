@@ -4,7 +4,7 @@
 
 #include <ostream>
 
-#include "core/cli/command.h"
+#include "cli/command.h"
 #include "core/store/schema.h"
 
 namespace crosslab::cli {

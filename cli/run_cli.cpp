@@ -4,7 +4,7 @@
 #include <ostream>
 #include <sstream>
 
-#include "core/cli/command.h"
+#include "cli/command.h"
 
 namespace crosslab::cli {
 namespace {
@@ -63,15 +63,6 @@ std::vector<const Command*> family(const std::vector<Command>& commands, const s
 }
 
 }  // namespace
-
-std::vector<Command> coreCommands() {
-  std::vector<Command> commands;
-  addLabCommands(commands);
-  addRecipeCommands(commands);
-  addEvalCommands(commands);
-  addVersionCommands(commands);
-  return commands;
-}
 
 int runCli(const std::vector<Command>& commands, const std::vector<std::string>& argv, std::ostream& out,
            std::ostream& err) {

@@ -1,8 +1,8 @@
 #include <ostream>
 #include <sstream>
 
-#include "core/cli/command.h"
-#include "core/cli/recipe_flags.h"
+#include "cli/command.h"
+#include "cli/recipe_flags.h"
 
 namespace crosslab::cli {
 namespace {

@@ -4,7 +4,7 @@
 
 #include <vector>
 
-#include "core/cli/args.h"
+#include "cli/args.h"
 #include "core/train/recipe.h"
 
 namespace crosslab::cli {

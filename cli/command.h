@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "core/cli/args.h"
+#include "cli/args.h"
 
 namespace crosslab::cli {
 
@@ -25,17 +25,7 @@ struct Command {
   std::function<int(const Args&, Context&)> run;
 };
 
-// The subcommands implemented in core (Qt-free), in the order `help` lists them.
-// backends/ adds the ones that talk to the outside (HTTP, SSH); app/ joins both lists.
-std::vector<Command> coreCommands();
-
-// Registration hooks, one per command family (each in its own .cpp).
-void addVersionCommands(std::vector<Command>& commands);
-void addLabCommands(std::vector<Command>& commands);
-void addRecipeCommands(std::vector<Command>& commands);
-void addEvalCommands(std::vector<Command>& commands);
-
-// Entry point used by app/cli_main.cpp and by in-process tests.
+// Entry point used by app/cli_main.cpp (with allCommands(), cli/commands.h) and by in-process tests.
 int runCli(const std::vector<Command>& commands, const std::vector<std::string>& argv, std::ostream& out,
            std::ostream& err);
 
