@@ -1,6 +1,8 @@
 #include "cli/args.h"
 
 #include <algorithm>
+#include <cmath>
+#include <sstream>
 
 namespace crosslab::cli {
 
@@ -69,18 +71,58 @@ long long Args::integer(const std::string& name, long long fallback, long long m
   throw UsageError(name + " needs a whole number" + range + ", not '" + *v + "'");
 }
 
-double Args::number(const std::string& name, double fallback) const {
-  const auto v = value(name);
-  if (!v) return fallback;
+double parseNumber(const std::string& what, const std::string& text) {
   size_t used = 0;
   double x = 0;
   try {
-    x = std::stod(*v, &used);
+    x = std::stod(text, &used);
   } catch (const std::exception&) {
     used = 0;
   }
-  if (used == v->size() && !v->empty()) return x;
-  throw UsageError(name + " needs a number, not '" + *v + "'");
+  if (used == text.size() && !text.empty() && std::isfinite(x)) return x;
+  throw UsageError(what + " needs a number, not '" + text + "'");
+}
+
+double Args::number(const std::string& name, double fallback) const {
+  const auto v = value(name);
+  return v ? parseNumber(name, *v) : fallback;
+}
+
+double Args::number(const std::string& name, double fallback, double min, double max) const {
+  const double x = number(name, fallback);
+  if (has(name) && !(x >= min && x <= max)) {
+    std::ostringstream range;
+    range << name << " needs a number in [" << min << ", " << max << "], not '" << *value(name) << "'";
+    throw UsageError(range.str());
+  }
+  return x;
+}
+
+std::optional<double> Args::optionalNumber(const std::string& name) const {
+  if (!has(name)) return std::nullopt;
+  return number(name, 0);
+}
+
+const std::string& Args::required(const std::string& name) const {
+  auto it = values_.find(name);
+  if (it == values_.end() || it->second.empty()) throw UsageError(name + " is required");
+  return it->second;
+}
+
+std::filesystem::path Args::directory(const std::string& name) const {
+  const std::string& dir = required(name);
+  if (!std::filesystem::is_directory(dir)) throw std::runtime_error(dir + ": not a directory");
+  return dir;
+}
+
+std::string Args::choice(const std::string& name, const std::vector<std::string>& allowed,
+                         const std::string& fallback) const {
+  const auto v = value(name);
+  if (!v) return fallback;
+  if (std::find(allowed.begin(), allowed.end(), *v) != allowed.end()) return *v;
+  std::string list;
+  for (const auto& a : allowed) list += (list.empty() ? "" : ", ") + a;
+  throw UsageError(name + " must be one of: " + list + " (not '" + *v + "')");
 }
 
 const std::string& Args::positional(size_t index, const std::string& what) const {

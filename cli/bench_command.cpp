@@ -46,17 +46,7 @@ struct StopSignals {
   }
 };
 
-double toDouble(const std::string& name, const std::string& text) {
-  size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty()) throw UsageError(name + " needs a number, not '" + text + "'");
-  return v;
-}
+double toDouble(const std::string& name, const std::string& text) { return cli::parseNumber(name, text); }
 
 int toInt(const std::string& name, const std::string& text) {
   const double v = toDouble(name, text);

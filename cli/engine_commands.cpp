@@ -30,12 +30,7 @@ std::string readFile(const fs::path& path) {
   return ss.str();
 }
 
-fs::path modelDir(const Args& args) {
-  const auto dir = args.value("--model");
-  if (!dir) throw UsageError("--model DIR is required");
-  if (!fs::is_directory(*dir)) throw std::runtime_error(*dir + ": not a directory");
-  return *dir;
-}
+fs::path modelDir(const Args& args) { return args.directory("--model"); }
 
 // A JSON list of token ids, given literally or as @file.
 std::vector<int32_t> parseIds(const std::string& arg) {
@@ -61,21 +56,6 @@ tokenizer::BpeTokenizer loadTokenizer(const fs::path& dir) {
   return tokenizer::BpeTokenizer::load(dir / "tokenizer.json");
 }
 
-
-double numberOption(const Args& args, const std::string& name, double fallback, double min, double max) {
-  const auto v = args.value(name);
-  if (!v) return fallback;
-  size_t used = 0;
-  double x = 0;
-  try {
-    x = std::stod(*v, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != v->size() || !(x >= min && x <= max))
-    throw UsageError(name + " must be a number in [" + std::to_string(min) + ", " + std::to_string(max) + "]");
-  return x;
-}
 
 infer::EngineOptions engineOptions(const Args& args) {
   infer::EngineOptions o;
@@ -158,8 +138,8 @@ int generate(const Args& args, Context& ctx) {
     throw UsageError("give --prompt TEXT or --prompt-ids JSON");
   }
   g.maxTokens = int(args.integer("--max-tokens", 128, 0, 1 << 20));
-  g.sampling.temperature = numberOption(args, "--temperature", 0, 0, 100);
-  g.sampling.topP = numberOption(args, "--top-p", 1, 1e-9, 1);
+  g.sampling.temperature = args.number("--temperature", 0, 0, 100);
+  g.sampling.topP = args.number("--top-p", 1, 1e-9, 1);
   g.sampling.topK = int(args.integer("--top-k", 0, 0, 1 << 30));
   g.sampling.seed = uint64_t(args.integer("--seed", 0, 0, INT64_MAX));
   if (auto s = args.value("--stop")) g.stopStrings.push_back(*s);

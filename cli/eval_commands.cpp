@@ -18,12 +18,6 @@ namespace {
 
 using nlohmann::json;
 
-std::string required(const Args& args, const std::string& name) {
-  auto v = args.value(name);
-  if (!v || v->empty()) throw UsageError(name + " is required");
-  return *v;
-}
-
 void printSummary(const eval::CheckReport& r, std::ostream& os) {
   os << "eval " << r.evalSha256 << "\n";
   os << std::left << std::setw(28) << "model" << std::setw(12) << "json valid" << std::setw(8) << "fenced" << std::setw(8)
@@ -52,8 +46,8 @@ void printDetail(const eval::CheckReport& r, std::ostream& os) {
 
 int evalCheck(const Args& args, Context& ctx) {
   args.expectPositionals(0, 0);
-  const auto evalSet = eval::loadEvalSet(required(args, "--eval"));
-  const std::string outputsPath = required(args, "--outputs");
+  const auto evalSet = eval::loadEvalSet(args.required("--eval"));
+  const std::string outputsPath = args.required("--outputs");
   const auto outputs = eval::loadOutputs(outputsPath);
   const auto report = eval::checkOutputs(evalSet, outputs);
   if (auto labDir = args.value("--lab")) {
@@ -72,7 +66,7 @@ int evalCheck(const Args& args, Context& ctx) {
 
 int evalAgreement(const Args& args, Context& ctx) {
   args.expectPositionals(0, 0);
-  auto lab = store::LabStore::open(required(args, "--lab"));
+  auto lab = store::LabStore::open(args.required("--lab"));
   eval::EvalStore es(lab);
   std::string sha;
   if (auto e = args.value("--eval")) sha = eval::loadEvalSet(*e).sha256;
@@ -158,9 +152,9 @@ std::string exportDpo(const Args& args, const std::vector<eval::StoredSample>& s
 
 int evalExport(const Args& args, Context& ctx) {
   args.expectPositionals(0, 0);
-  const std::string format = required(args, "--format");
+  const std::string format = args.required("--format");
   if (format != "csv" && format != "json" && format != "dpo") throw UsageError("--format must be csv, json or dpo");
-  auto lab = store::LabStore::open(required(args, "--lab"));
+  auto lab = store::LabStore::open(args.required("--lab"));
   eval::EvalStore es(lab);
   const auto samples = es.samples();
   auto verdicts = es.currentVerdicts();

@@ -31,12 +31,6 @@ constexpr const char* kDefaultTemplate =
     "{\"answer\": \"<your answer>\", \"evidence\": [\"<exact quote copied from a context>\", ...]}.\n\n"
     "Contexts:\n{{contexts}}\n\nQuestion: {{question}}";
 
-std::string required(const Args& args, const std::string& name) {
-  auto v = args.value(name);
-  if (!v || v->empty()) throw UsageError(name + " is required");
-  return *v;
-}
-
 std::string envKey(const std::string& name) {
   const char* v = std::getenv(name.c_str());
   return v ? v : "";
@@ -47,9 +41,9 @@ int evalGenerate(const Args& args, Context& ctx) {
   if (args.has("--model") == args.has("--url")) throw UsageError("give exactly one of --url URL or --model DIR");
   if (args.has("--adapter") && !args.has("--model"))
     throw UsageError("with --url, select an adapter by its served name (--served-model NAME)");
-  const auto evalSet = eval::loadEvalSet(required(args, "--eval"));
-  const std::string label = required(args, "--name");
-  const std::string outPath = required(args, "--out");
+  const auto evalSet = eval::loadEvalSet(args.required("--eval"));
+  const std::string label = args.required("--name");
+  const std::string outPath = args.required("--out");
   const std::string tmpl = args.value("--template") ? eval::readFile(*args.value("--template")) : kDefaultTemplate;
   const int maxTokens = int(args.integer("--max-tokens", 1024, 1, 1 << 20));
   // One prompt in, the model's raw text out: an OpenAI-compatible endpoint or the local engine.
@@ -59,7 +53,7 @@ int evalGenerate(const Args& args, Context& ctx) {
   OpenAiChatClient client;
   std::unique_ptr<infer::LocalEngine> engine;
   if (args.has("--url")) {
-    req.url = required(args, "--url");
+    req.url = args.required("--url");
     req.model = args.value("--served-model").value_or(label);
     req.maxTokens = maxTokens;
     if (auto env = args.value("--api-key-env")) {
@@ -76,7 +70,7 @@ int evalGenerate(const Args& args, Context& ctx) {
   } else {
     infer::EngineOptions eo;
     eo.adapter = args.value("--adapter").value_or("");
-    engine = infer::LocalEngine::open(required(args, "--model"), eo);
+    engine = infer::LocalEngine::open(args.required("--model"), eo);
     const auto* tok = engine->tokenizer();
     if (!tok) throw std::runtime_error(*args.value("--model") + ": no tokenizer.json for local generation");
     source = "generate local " + *args.value("--model") + (eo.adapter.empty() ? "" : " + " + eo.adapter);
@@ -186,10 +180,10 @@ void judgePairs(eval::JudgeGate& gate, const eval::EvalSet& set, const std::vect
 
 int evalJudge(const Args& args, Context& ctx) {
   args.expectPositionals(0, 0);
-  const auto set = eval::loadEvalSet(required(args, "--eval"));
-  const std::string outputsPath = required(args, "--outputs");
+  const auto set = eval::loadEvalSet(args.required("--eval"));
+  const std::string outputsPath = args.required("--outputs");
   const auto outputs = eval::loadOutputs(outputsPath);
-  auto spec = eval::loadGateSpec(required(args, "--gate"));
+  auto spec = eval::loadGateSpec(args.required("--gate"));
   OpenAiChatClient client;
   // A judge's key: its environment variable, else the OS keyring entry of that name
   // (`crosslab-cli secrets set NAME`). Never the lab, never the gate file.

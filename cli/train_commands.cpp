@@ -33,14 +33,6 @@ using nlohmann::json;
 std::atomic<bool> gStop{false};
 void onTrainStopSignal(int) { gStop = true; }  // internal linkage: one per command
 
-fs::path requiredDir(const Args& args, const std::string& name) {
-  const auto v = args.value(name);
-  if (!v) throw UsageError(name + " DIR is required");
-  if (!fs::is_directory(*v)) throw std::runtime_error(*v + ": not a directory");
-  return *v;
-}
-
-
 void setThreads(const Args& args) {
   const long long t = args.integer("--threads", 0, 0);
   at::set_num_threads(t > 0 ? int(t) : int(std::max(1u, std::thread::hardware_concurrency())));
@@ -228,7 +220,7 @@ std::vector<std::pair<std::string, at::Tensor>> hfTensors(model::LlamaModel& m) 
 
 int mergeCommand(const Args& args, Context& ctx) {
   args.expectPositionals(0, 0);
-  const fs::path modelDir = requiredDir(args, "--model"), adapterDir = requiredDir(args, "--adapter");
+  const fs::path modelDir = args.directory("--model"), adapterDir = args.directory("--adapter");
   const auto outArg = args.value("--out");
   if (!outArg) throw UsageError("--out DIR is required");
   const std::string dtypeName = args.value("--dtype").value_or("f32");

@@ -259,16 +259,6 @@ int venuesList(const Args& args, Context& ctx) {
 const std::vector<std::string> kAvailability = {"unknown",       "available", "not_offered", "not_available",
                                                  "no_quota",      "capacity",  "busy",        "idle"};
 
-std::optional<double> optNumber(const Args& args, const char* name) {
-  auto v = args.value(name);
-  if (!v) return std::nullopt;
-  try {
-    return std::stod(*v);
-  } catch (const std::exception&) {
-    throw cli::UsageError(std::string(name) + " needs a number");
-  }
-}
-
 int venuesLadder(const Args& args, Context& ctx) {
   args.expectPositionals(0, 0);
   auto lab = openVenueLab(args);
@@ -304,8 +294,8 @@ int venuesLadderSet(const Args& args, Context& ctx) {
   row.provider = args.value("--provider").value_or("");
   row.region = args.value("--region").value_or("");
   row.accelerator = args.value("--accelerator").value_or("");
-  row.pricePerHour = optNumber(args, "--price");
-  row.spotPricePerHour = optNumber(args, "--spot");
+  row.pricePerHour = args.optionalNumber("--price");
+  row.spotPricePerHour = args.optionalNumber("--spot");
   row.quota = args.value("--quota").value_or("");
   row.notes = args.value("--notes").value_or("");
   row.probedAt = args.value("--at").value_or("");
