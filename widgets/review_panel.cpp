@@ -109,6 +109,8 @@ QWidget* ReviewPanel::buildToolbar() {
   h->setContentsMargins(0, 0, 0, 0);
   openEval_ = new QPushButton(tr("Open Eval Set…"));
   importOutputs_ = new QPushButton(tr("Import Outputs…"));
+  openEval_->setObjectName("openEvalButton");
+  importOutputs_->setObjectName("importOutputsButton");
   connect(openEval_, &QPushButton::clicked, this, &ReviewPanel::chooseEval);
   connect(importOutputs_, &QPushButton::clicked, this, &ReviewPanel::chooseOutputs);
   h->addWidget(openEval_);
