@@ -5,6 +5,7 @@
 #include <c10/core/InferenceMode.h>
 
 #include <algorithm>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <limits>
@@ -15,12 +16,17 @@
 #include <stdexcept>
 #include <thread>
 
+#include "core/infer/decode_path_chooser.h"
 #include "core/infer/runtime_lora.h"
 #include "core/infer/text_streamer.h"
 #include "core/model/llama.h"
 
 namespace crosslab::infer {
 namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double secondsSince(Clock::time_point t0) { return std::chrono::duration<double>(Clock::now() - t0).count(); }
 
 at::ScalarType parseDtype(const std::string& name) {
   if (name == "f32" || name == "float32") return at::kFloat;
@@ -50,7 +56,9 @@ struct BatchScheduler::Impl {
   int maxLen = 0;
   std::vector<LoraAdapter> adapters;
   std::map<std::string, int> adapterIndex;
-  model::KvCache cache;  // rows 0..maxBatch-1 = decode slots, row maxBatch = prefill staging
+  // Rows 0..maxBatch-1: decode slots; rows maxBatch..maxBatch+prefillBatch-1: prefill staging.
+  // Capacity maxLen + prefillChunk: a padded prefill chunk may run past a row's real end.
+  model::KvCache cache;
 
   mutable std::mutex mu;
   std::condition_variable cv;
@@ -62,26 +70,34 @@ struct BatchScheduler::Impl {
   std::atomic<bool> dead{false};
   std::string deathReason;                         // guarded by mu; set when dead
   std::string injectedFault;                       // guarded by mu; testing hook
+  bool held = false;                               // guarded by mu; testing hook
 
   // Owned by the scheduler thread.
   std::deque<std::unique_ptr<Sequence>> waiting;
-  std::unique_ptr<Sequence> prefilling;
+  std::vector<std::unique_ptr<Sequence>> staged;   // staged[i] holds KV row maxBatch + i
   std::vector<std::unique_ptr<Sequence>> running;  // running[i] holds KV row i
+  DecodePathChooser chooser;
+  model::DecodeTimes fusedTimes;
+  SchedulerStats local;  // the thread's counters and times, published under mu
   std::thread thread;
 
   explicit Impl(model::LlamaModel m) : model(std::move(m)) {}
   void loop();
   bool step();
   void applyCancels(const std::set<uint64_t>& ids);
+  void admit();
   void prefillStep();
   void decodeStep();
+  DecodePath choosePath(const at::Tensor& ids, const model::KvCache& view);
+  void acceptRows(std::vector<std::unique_ptr<Sequence>>& seqs, const std::vector<size_t>& which, const at::Tensor& logits);
   bool accept(Sequence& s, float* logits, size_t vocab);  // true = the sequence is done
   void finish(std::unique_ptr<Sequence> s, const std::string& reason);
   void setDelta(const std::vector<int>& rowAdapters);
   model::KvCache rows(int64_t start, int64_t count);
   void copyRow(int64_t from, int64_t to);
+  void removeRow(std::vector<std::unique_ptr<Sequence>>& seqs, int64_t firstRow, size_t i);
   void failAll(const std::string& error);
-  void publishCounts();  // stats.running / waiting from the containers; caller holds mu
+  void publishCounts();  // stats from the containers and `local`; caller holds mu
 };
 
 model::KvCache BatchScheduler::Impl::rows(int64_t start, int64_t count) {
@@ -102,6 +118,16 @@ void BatchScheduler::Impl::copyRow(int64_t from, int64_t to) {
     cache.values[l][to].narrow(1, 0, len).copy_(cache.values[l][from].narrow(1, 0, len));
   }
   cache.lengths[size_t(to)] = len;
+}
+
+// Removes seqs[i] (KV row firstRow + i) keeping the rows dense: the last one moves into the hole.
+void BatchScheduler::Impl::removeRow(std::vector<std::unique_ptr<Sequence>>& seqs, int64_t firstRow, size_t i) {
+  const size_t last = seqs.size() - 1;
+  if (i != last) {
+    copyRow(firstRow + int64_t(last), firstRow + int64_t(i));
+    seqs[i] = std::move(seqs[last]);
+  }
+  seqs.pop_back();
 }
 
 void BatchScheduler::Impl::setDelta(const std::vector<int>& rowAdapters) {
@@ -126,10 +152,19 @@ void BatchScheduler::Impl::finish(std::unique_ptr<Sequence> s, const std::string
 }
 
 void BatchScheduler::Impl::publishCounts() {  // under mu
-  stats.running = int(running.size()) + (prefilling ? 1 : 0);
+  const uint64_t completed = stats.completed, cancelled = stats.cancelled;
+  stats = local;
+  stats.completed = completed;
+  stats.cancelled = cancelled;
+  stats.running = int(running.size() + staged.size());
   stats.waiting = int(waiting.size() + incoming.size());
   stats.kvSlots = opt.maxBatch;
   stats.freeKvSlots = opt.maxBatch - int(running.size());
+  stats.fusedMatmulS = fusedTimes.matmul;
+  stats.fusedLoraS = fusedTimes.lora;
+  stats.fusedAttentionS = fusedTimes.attention;
+  stats.fusedOtherS = fusedTimes.other;
+  stats.decodePaths = chooser.summary();
 }
 
 bool BatchScheduler::Impl::accept(Sequence& s, float* logits, size_t vocab) {
@@ -137,7 +172,10 @@ bool BatchScheduler::Impl::accept(Sequence& s, float* logits, size_t vocab) {
   if (generated < s.req.minTokens)  // min_tokens: stop ids cannot win yet
     for (int32_t id : s.stops)
       if (id >= 0 && size_t(id) < vocab) logits[id] = -std::numeric_limits<float>::infinity();
+  const auto t0 = Clock::now();
   const int32_t id = s.sampler->sample(logits, vocab);
+  const auto t1 = Clock::now();
+  local.sampleS += std::chrono::duration<double>(t1 - t0).count();
   if (std::find(s.stops.begin(), s.stops.end(), id) != s.stops.end()) {
     if (std::find(s.req.stopIds.begin(), s.req.stopIds.end(), id) != s.req.stopIds.end()) s.result.stopReason = std::to_string(id);
     s.result.finishReason = "stop";
@@ -151,6 +189,7 @@ bool BatchScheduler::Impl::accept(Sequence& s, float* logits, size_t vocab) {
   } catch (...) {
     keep = false;
   }
+  local.emitS += secondsSince(t1);
   s.last = id;
   if (s.streamer->stopped()) {
     s.result.finishReason = "stop";
@@ -166,28 +205,95 @@ bool BatchScheduler::Impl::accept(Sequence& s, float* logits, size_t vocab) {
   return true;
 }
 
-void BatchScheduler::Impl::prefillStep() {
-  Sequence& s = *prefilling;
-  const int64_t stage = opt.maxBatch;
-  if (s.prefilled == 0) cache.lengths[size_t(stage)] = 0;
-  const size_t n = std::min(s.req.prompt.size() - s.prefilled, size_t(opt.prefillChunk));
-  const std::vector<int64_t> chunk(s.req.prompt.begin() + long(s.prefilled), s.req.prompt.begin() + long(s.prefilled + n));
-  model::KvCache view = rows(stage, 1);
-  setDelta({s.adapter});
-  const at::Tensor h = model.hidden(at::tensor(chunk, at::kLong).unsqueeze(0), &view);  // [1, n, H]
-  cache.lengths[size_t(stage)] = view.lengths[0];
-  s.prefilled += n;
-  if (s.prefilled < s.req.prompt.size()) return;
-  at::Tensor logits = model.logits(h.narrow(1, int64_t(n) - 1, 1)).to(at::kCPU).contiguous();  // [1, 1, vocab]
-  std::unique_ptr<Sequence> seq = std::move(prefilling);
-  if (s.req.maxTokens == 0) return finish(std::move(seq), "length");
-  if (accept(*seq, logits.data_ptr<float>(), size_t(logits.numel()))) {
-    const std::string reason = seq->result.finishReason;
-    return finish(std::move(seq), reason);
+// Waiting requests take staging rows while decode slots remain for them.
+void BatchScheduler::Impl::admit() {
+  while (!waiting.empty() && int(staged.size()) < opt.prefillBatch &&
+         int(running.size() + staged.size()) < opt.maxBatch) {
+    cache.lengths[size_t(opt.maxBatch) + staged.size()] = 0;
+    staged.push_back(std::move(waiting.front()));
+    waiting.pop_front();
   }
-  const int64_t slot = int64_t(running.size());
-  copyRow(stage, slot);
-  running.push_back(std::move(seq));
+}
+
+// One chunk of every staged prompt in one forward [B, T]: the step's budget of prefillChunk
+// tokens is shared (T = budget / B, at least 1, at most the longest remainder); shorter
+// remainders are padded at the end. Padding sits after a row's real tokens, so the causal
+// mask hides it from them, and the row's length is set back to its real end (the next chunk
+// overwrites the padding's keys and values).
+void BatchScheduler::Impl::prefillStep() {
+  const auto t0 = Clock::now();
+  const size_t B = staged.size();
+  const int64_t stage = opt.maxBatch;
+  size_t longest = 0;
+  for (const auto& s : staged) longest = std::max(longest, s->req.prompt.size() - s->prefilled);
+  const size_t T = std::max<size_t>(1, std::min(longest, size_t(opt.prefillChunk) / B));
+  std::vector<int64_t> ids(B * T, 0);
+  std::vector<size_t> take(B);
+  std::vector<int> rowAdapters(B);
+  for (size_t b = 0; b < B; ++b) {
+    const Sequence& s = *staged[b];
+    take[b] = std::min(T, s.req.prompt.size() - s.prefilled);
+    for (size_t t = 0; t < take[b]; ++t) ids[b * T + t] = s.req.prompt[s.prefilled + t];
+    rowAdapters[b] = s.adapter;
+  }
+  model::KvCache view = rows(stage, int64_t(B));
+  setDelta(rowAdapters);
+  const at::Tensor h = model.hidden(at::tensor(ids, at::kLong).view({int64_t(B), int64_t(T)}), &view);  // [B, T, H]
+  std::vector<size_t> done;
+  std::vector<int64_t> lastRow, lastPos;
+  for (size_t b = 0; b < B; ++b) {
+    cache.lengths[size_t(stage) + b] = view.lengths[b] - int64_t(T) + int64_t(take[b]);
+    staged[b]->prefilled += take[b];
+    if (staged[b]->prefilled < staged[b]->req.prompt.size()) continue;
+    done.push_back(b);
+    lastRow.push_back(int64_t(b));
+    lastPos.push_back(int64_t(take[b]) - 1);
+  }
+  if (!done.empty()) {  // the finished prompts' last positions through the LM head together
+    const at::Tensor last =
+        h.index({at::tensor(lastRow, at::kLong).to(h.device()), at::tensor(lastPos, at::kLong).to(h.device())}).unsqueeze(1);
+    acceptRows(staged, done, model.logits(last).to(at::kCPU).contiguous());  // [d, 1, vocab]
+  }
+  // Finished prompts leave the staging rows: into a decode slot, or done already.
+  for (size_t i = B; i-- > 0;) {
+    if (staged[i]->prefilled < staged[i]->req.prompt.size()) continue;
+    std::unique_ptr<Sequence> seq = std::move(staged[i]);
+    if (!seq->done) copyRow(stage + int64_t(i), int64_t(running.size()));
+    removeRow(staged, stage, i);
+    if (seq->done) {
+      const std::string reason = seq->result.finishReason;
+      finish(std::move(seq), reason);
+    } else {
+      running.push_back(std::move(seq));
+    }
+  }
+  ++local.prefillSteps;
+  local.maxPrefillBatchSeen = std::max(local.maxPrefillBatchSeen, int(B));
+  local.prefillS += secondsSince(t0);
+}
+
+// Samples the next token of seqs[i] for each i in `which` from logits row j ([d, 1, vocab]
+// fp32); a request that asked for no tokens ends at once.
+void BatchScheduler::Impl::acceptRows(std::vector<std::unique_ptr<Sequence>>& seqs, const std::vector<size_t>& which,
+                                      const at::Tensor& logits) {
+  const size_t vocab = size_t(logits.size(-1));
+  float* base = logits.data_ptr<float>();
+  for (size_t j = 0; j < which.size(); ++j) {
+    Sequence& s = *seqs[which[j]];
+    if (s.req.maxTokens == 0 && s.result.ids.empty()) {
+      s.result.finishReason = "length";
+      s.done = true;
+      continue;
+    }
+    s.done = accept(s, base + j * vocab, vocab);
+  }
+}
+
+DecodePath BatchScheduler::Impl::choosePath(const at::Tensor& ids, const model::KvCache& view) {
+  model.setFastDecode(true);
+  if (opt.decodePath == "op-by-op" || !model.fusedDecodeApplies(ids, &view)) return DecodePath::OpByOp;
+  if (opt.decodePath == "fused") return DecodePath::Fused;
+  return chooser.pick(int(ids.size(0)));
 }
 
 void BatchScheduler::Impl::decodeStep() {
@@ -200,28 +306,33 @@ void BatchScheduler::Impl::decodeStep() {
   }
   model::KvCache view = rows(0, n);
   setDelta(rowAdapters);
-  const at::Tensor h = model.hidden(at::tensor(ids, at::kLong).view({n, 1}), &view);  // [n, 1, H]
-  std::copy(view.lengths.begin(), view.lengths.end(), cache.lengths.begin());
+  const at::Tensor input = at::tensor(ids, at::kLong).view({n, 1});
+  const bool measured = opt.decodePath == "auto" && model.fusedDecodeApplies(input, &view);
+  const DecodePath path = choosePath(input, view);
+  model.setFastDecode(path == DecodePath::Fused);
+  const auto t0 = Clock::now();
+  const at::Tensor h = model.hidden(input, &view);  // [n, 1, H]
+  const auto t1 = Clock::now();
   at::Tensor logits = model.logits(h).to(at::kCPU).contiguous();  // [n, 1, vocab] fp32
-  const size_t vocab = size_t(logits.size(2));
-  float* base = logits.data_ptr<float>();
-  for (int64_t i = 0; i < n; ++i) running[size_t(i)]->done = accept(*running[size_t(i)], base + size_t(i) * vocab, vocab);
-  // Leave: the last slot's row moves into the hole, so rows 0..n-1 stay dense.
-  for (int64_t i = n - 1; i >= 0; --i) {
+  const double forward = std::chrono::duration<double>(t1 - t0).count(), head = secondsSince(t1);
+  model.setFastDecode(true);
+  if (measured) chooser.record(int(n), path, forward + head);
+  local.decodeS += forward;
+  local.lmHeadS += head;
+  ++(path == DecodePath::Fused ? local.fusedSteps : local.opByOpSteps);
+  std::copy(view.lengths.begin(), view.lengths.end(), cache.lengths.begin());
+  std::vector<size_t> all(static_cast<size_t>(n));
+  for (size_t i = 0; i < all.size(); ++i) all[i] = i;
+  acceptRows(running, all, logits);
+  for (int64_t i = n - 1; i >= 0; --i) {  // leave
     if (!running[size_t(i)]->done) continue;
     std::unique_ptr<Sequence> s = std::move(running[size_t(i)]);
-    const int64_t lastSlot = int64_t(running.size()) - 1;
-    if (i != lastSlot) {
-      copyRow(lastSlot, i);
-      running[size_t(i)] = std::move(running.back());
-    }
-    running.pop_back();
+    removeRow(running, 0, size_t(i));
     const std::string reason = s->result.finishReason;
     finish(std::move(s), reason);
   }
-  std::lock_guard<std::mutex> lk(mu);
-  ++stats.steps;
-  stats.maxBatchSeen = std::max(stats.maxBatchSeen, int(n));
+  ++local.steps;
+  local.maxBatchSeen = std::max(local.maxBatchSeen, int(n));
 }
 
 void BatchScheduler::Impl::applyCancels(const std::set<uint64_t>& ids) {
@@ -234,19 +345,14 @@ void BatchScheduler::Impl::applyCancels(const std::set<uint64_t>& ids) {
       ++it;
     }
   }
-  if (prefilling && ids.count(prefilling->id)) finish(std::move(prefilling), "cancelled");
-  for (auto& s : running)
-    if (ids.count(s->id)) s->done = true;
-  for (int64_t i = int64_t(running.size()) - 1; i >= 0; --i) {
-    if (!running[size_t(i)]->done) continue;
-    std::unique_ptr<Sequence> s = std::move(running[size_t(i)]);
-    const int64_t lastSlot = int64_t(running.size()) - 1;
-    if (i != lastSlot) {
-      copyRow(lastSlot, i);
-      running[size_t(i)] = std::move(running.back());
+  for (auto* seqs : {&staged, &running}) {
+    const int64_t firstRow = seqs == &staged ? opt.maxBatch : 0;
+    for (size_t i = seqs->size(); i-- > 0;) {
+      if (!ids.count((*seqs)[i]->id)) continue;
+      std::unique_ptr<Sequence> s = std::move((*seqs)[i]);
+      removeRow(*seqs, firstRow, i);
+      finish(std::move(s), "cancelled");
     }
-    running.pop_back();
-    finish(std::move(s), "cancelled");
   }
 }
 
@@ -254,7 +360,10 @@ bool BatchScheduler::Impl::step() {
   std::set<uint64_t> cancelNow;
   {
     std::unique_lock<std::mutex> lk(mu);
-    cv.wait(lk, [&] { return stopping || !injectedFault.empty() || !incoming.empty() || !cancels.empty() || prefilling || !running.empty() || !waiting.empty(); });
+    cv.wait(lk, [&] {
+      return stopping || (!held && (!injectedFault.empty() || !incoming.empty() || !cancels.empty() ||
+                                    !staged.empty() || !running.empty() || !waiting.empty()));
+    });
     if (stopping) return false;
     if (!injectedFault.empty()) throw std::runtime_error(injectedFault);
     while (!incoming.empty()) {
@@ -264,11 +373,8 @@ bool BatchScheduler::Impl::step() {
     cancelNow.swap(cancels);
   }
   applyCancels(cancelNow);
-  if (!prefilling && int(running.size()) < opt.maxBatch && !waiting.empty()) {
-    prefilling = std::move(waiting.front());
-    waiting.pop_front();
-  }
-  if (prefilling) prefillStep();
+  admit();
+  if (!staged.empty()) prefillStep();
   if (!running.empty()) decodeStep();
   std::lock_guard<std::mutex> lk(mu);
   publishCounts();
@@ -279,7 +385,8 @@ void BatchScheduler::Impl::failAll(const std::string& error) {
   std::vector<std::unique_ptr<Sequence>> all;
   for (auto& s : running) all.push_back(std::move(s));
   running.clear();
-  if (prefilling) all.push_back(std::move(prefilling));
+  for (auto& s : staged) all.push_back(std::move(s));
+  staged.clear();
   for (auto& s : waiting) all.push_back(std::move(s));
   waiting.clear();
   {
@@ -316,6 +423,9 @@ BatchScheduler::~BatchScheduler() { stop(); }
 std::unique_ptr<BatchScheduler> BatchScheduler::open(const std::filesystem::path& dir, const SchedulerOptions& options) {
   if (options.maxBatch < 1) throw std::runtime_error("max batch must be >= 1");
   if (options.prefillChunk < 1) throw std::runtime_error("prefill chunk must be >= 1");
+  if (options.prefillBatch < 1) throw std::runtime_error("prefill batch must be >= 1");
+  if (options.decodePath != "auto" && options.decodePath != "fused" && options.decodePath != "op-by-op")
+    throw std::runtime_error("unknown decode path '" + options.decodePath + "' (use auto, fused or op-by-op)");
   at::set_num_threads(options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency())));
   at::Device device(at::kCPU);
   try {
@@ -338,7 +448,9 @@ std::unique_ptr<BatchScheduler> BatchScheduler::open(const std::filesystem::path
     impl->adapters.push_back(loadLoraAdapter(name, path, impl->model));
   }
   if (std::filesystem::exists(dir / "tokenizer.json")) impl->tok = tokenizer::BpeTokenizer::load(dir / "tokenizer.json");
-  impl->cache = impl->model.makeCache(options.maxBatch + 1, impl->maxLen);
+  impl->opt.prefillBatch = std::min(options.prefillBatch, options.maxBatch);
+  impl->cache = impl->model.makeCache(options.maxBatch + impl->opt.prefillBatch, impl->maxLen + options.prefillChunk);
+  impl->model.setDecodeTimes(&impl->fusedTimes);
   impl->stats.kvSlots = impl->stats.freeKvSlots = options.maxBatch;
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->loop(); });
@@ -411,6 +523,12 @@ void BatchScheduler::failNextStepForTesting(const std::string& error) {
   impl_->injectedFault = error.empty() ? "injected fault" : error;
   impl_->cv.notify_one();
 }
+void BatchScheduler::holdForTesting(bool held) {
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  impl_->held = held;
+  impl_->cv.notify_one();
+}
+
 SchedulerStats BatchScheduler::stats() const {
   std::lock_guard<std::mutex> lk(impl_->mu);
   return impl_->stats;

@@ -1,9 +1,11 @@
 #pragma once
 // Continuous batching: one scheduler thread owns the model. Requests join the running batch
 // at the next step and leave when done; each running sequence holds one KV-cache row (slot);
-// prompts are prefilled in chunks between decode steps so a long prompt stalls the other
-// streams for one chunk at most; a cancelled request frees its slot at the next step.
-// Runtime LoRA adapters are applied per batch row in the same forward pass.
+// new requests are prefilled several at a time (one padded forward), in chunks between decode
+// steps, so a long prompt stalls the other streams for one chunk at most; a cancelled request
+// frees its slot at the next step. Runtime LoRA adapters are applied per batch row in the same
+// forward pass. Each decode step runs the fused CPU step or the op-by-op path, whichever the
+// scheduler measured faster for that batch size (core/infer/decode_path_chooser.h).
 // Torch-free header (PIMPL); implemented in crosslab_engine.
 
 #include <atomic>
@@ -23,7 +25,9 @@ namespace crosslab::infer {
 struct SchedulerOptions {
   int maxBatch = 8;        // decoding sequences per step (KV slots)
   int maxModelLen = 0;     // prompt + completion tokens per sequence; 0 = min(config, 4096)
-  int prefillChunk = 128;  // prompt tokens per prefill step
+  int prefillChunk = 128;  // prompt tokens per prefill step (all prefilling requests together)
+  int prefillBatch = 4;    // requests prefilled together at most (KV rows beside the maxBatch slots)
+  std::string decodePath = "auto";  // auto (the faster per batch size) | fused | op-by-op
   std::string dtype = "f32";
   std::string device = "cpu";
   int threads = 0;  // 0 = every core
@@ -41,6 +45,18 @@ struct SchedulerStats {
   uint64_t cancelled = 0;
   int kvSlots = 0;           // KV-cache decode rows (= maxBatch)
   int freeKvSlots = 0;       // rows no sequence holds (kvSlots - decoding sequences)
+  uint64_t fusedSteps = 0, opByOpSteps = 0;  // decode steps by path
+  uint64_t prefillSteps = 0;
+  int maxPrefillBatchSeen = 0;
+  std::string decodePaths;  // the measured choice per batch size, e.g. "1:fused 8:fused"
+  // Seconds the scheduler thread spent, summed over its life (where the time goes):
+  double prefillS = 0;   // prefill forwards, with their LM head
+  double decodeS = 0;    // decode forwards up to the last norm, every path
+  double lmHeadS = 0;    // the decode steps' LM head
+  double sampleS = 0;    // choosing each row's next token
+  double emitS = 0;      // detokenizing and handing tokens to the caller (onToken: the server)
+  // Inside decodeS, fused steps only: projections, runtime LoRA, attention, the rest.
+  double fusedMatmulS = 0, fusedLoraS = 0, fusedAttentionS = 0, fusedOtherS = 0;
 };
 
 class BatchScheduler {
@@ -61,6 +77,9 @@ class BatchScheduler {
   // Testing hook: the scheduler thread's next step throws `error` as an engine failure
   // would, so the thread dies through its real error path (requests fail, health goes 503).
   void failNextStepForTesting(const std::string& error);
+  // Testing hook: while held, the scheduler thread takes no step (requests queue up), so a
+  // test can hand it several requests at once.
+  void holdForTesting(bool held);
   SchedulerStats stats() const;
   const model::ModelConfig& config() const;
   const tokenizer::BpeTokenizer* tokenizer() const;  // nullptr without tokenizer.json

@@ -85,16 +85,15 @@ BatchLoraDelta::BatchLoraDelta(const std::vector<LoraAdapter>& adapters, const s
     if (rowAdapter[b] >= 0) rows[rowAdapter[b]].push_back(int64_t(b));
   for (auto& [adapter, idx] : rows) {
     wholeBatch_ = rows.size() == 1 && idx.size() == rowAdapter.size();
-    groups_.push_back({adapter, at::tensor(idx, at::kLong).to(device)});
+    groups_.push_back({adapter, idx, at::tensor(idx, at::kLong).to(device)});
   }
-  singleRow_ = rowAdapter.size() == 1 && groups_.size() == 1;
 }
 
-std::pair<at::Tensor, at::Tensor> BatchLoraDelta::loraFactors(size_t layer, model::Proj proj) const {
-  if (!singleRow_) return {};
-  const LoraModule& mod = adapters_[size_t(groups_[0].adapter)].layers[layer][size_t(proj)];
-  if (!mod.a.defined()) return {};
-  return {mod.a.contiguous(), mod.b.contiguous()};
+void BatchLoraDelta::loraGroups(size_t layer, model::Proj proj, std::vector<model::LoraRows>& out) const {
+  for (const auto& g : groups_) {
+    const LoraModule& mod = adapters_[size_t(g.adapter)].layers[layer][size_t(proj)];
+    if (mod.a.defined()) out.push_back({&mod.a, &mod.b, &g.rowList});
+  }
 }
 
 at::Tensor BatchLoraDelta::delta(size_t layer, model::Proj proj, const at::Tensor& x) const {

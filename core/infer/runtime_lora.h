@@ -34,19 +34,19 @@ class BatchLoraDelta : public model::ProjectionDelta {
  public:
   BatchLoraDelta(const std::vector<LoraAdapter>& adapters, const std::vector<int>& rowAdapter, at::Device device);
   at::Tensor delta(size_t layer, model::Proj proj, const at::Tensor& x) const override;
-  bool singleRowLora() const override { return singleRow_; }
-  std::pair<at::Tensor, at::Tensor> loraFactors(size_t layer, model::Proj proj) const override;
+  bool rowLora() const override { return true; }
+  void loraGroups(size_t layer, model::Proj proj, std::vector<model::LoraRows>& out) const override;
   bool empty() const { return groups_.empty(); }
 
  private:
   struct Group {
     int adapter;
-    at::Tensor rows;  // [n] int64 row indices
+    std::vector<int64_t> rowList;  // ascending batch rows
+    at::Tensor rows;               // the same, [n] int64 on the device (op-by-op gather/scatter)
   };
   const std::vector<LoraAdapter>& adapters_;
   std::vector<Group> groups_;
   bool wholeBatch_ = false;  // one group covering every row: no gather/scatter
-  bool singleRow_ = false;   // one row, with an adapter
 };
 
 }  // namespace crosslab::infer

@@ -9,7 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
-#include "core/model/gemv.h"
+#include "core/model/cpu_matmul.h"
 #include "core/model/checkpoint_files.h"
 #include "core/model/mapped_file.h"
 #include "core/model/llama_layout.h"
@@ -66,25 +66,27 @@ class WeightLoader {
   bool copy_;
 };
 
-// y = x W^T + b. A single row (batch-1 decode, no autograd) on the CPU goes through our
-// AVX-512 gemv kernels (core/model/gemv.h: libtorch 1.13 + OpenBLAS/oneDNN read W well below
-// memory bandwidth at M = 1), split over threads by rows; otherwise at::linear.
+// y = x W^T + b. A single row (batch-1 decode, the LM head after a decode step; no autograd)
+// on the CPU goes through our AVX-512 kernels (core/model/cpu_matmul.h: libtorch 1.13 +
+// OpenBLAS/oneDNN read W well below memory bandwidth at M = 1), split over threads by rows;
+// otherwise at::linear.
 at::Tensor project(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
   const int64_t in = x.size(-1), out = w.size(0);
-  const bool f32 = x.scalar_type() == at::kFloat && f32GemvAvailable();
-  const bool bf16 = x.scalar_type() == at::kBFloat16 && bf16GemvAvailable();
+  const bool f32 = x.scalar_type() == at::kFloat && f32KernelsAvailable();
+  const bool bf16 = x.scalar_type() == at::kBFloat16 && bf16KernelsAvailable();
   if (x.numel() == in && (f32 || bf16) && w.scalar_type() == x.scalar_type() && x.device().is_cpu() &&
       w.is_contiguous() && !at::GradMode::is_enabled()) {
     const at::Tensor xc = x.reshape({in}).contiguous();
     at::Tensor y = at::empty({out}, x.options().dtype(at::kFloat));  // fp32 accumulators, [out]
     float* yp = y.data_ptr<float>();
     if (f32) {
-      const float *wp = w.data_ptr<float>(), *xp = xc.data_ptr<float>();
-      at::parallel_for(0, out, 256, [&](int64_t b0, int64_t e0) { f32Gemv(wp + b0 * in, xp, yp + b0, e0 - b0, in); });
+      const float* wp = w.data_ptr<float>();
+      const MatmulRows<float> rows(xc.data_ptr<float>(), 1, in);
+      at::parallel_for(0, out, 256, [&](int64_t b0, int64_t e0) { matmulRows(wp + b0 * in, e0 - b0, rows, yp + b0, out); });
     } else {
       const auto* wp = reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>());
-      const auto* xp = reinterpret_cast<const uint16_t*>(xc.data_ptr<at::BFloat16>());
-      at::parallel_for(0, out, 256, [&](int64_t b0, int64_t e0) { bf16Gemv(wp + b0 * in, xp, yp + b0, e0 - b0, in); });
+      const MatmulRows<uint16_t> rows(reinterpret_cast<const uint16_t*>(xc.data_ptr<at::BFloat16>()), 1, in);
+      at::parallel_for(0, out, 256, [&](int64_t b0, int64_t e0) { matmulRows(wp + b0 * in, e0 - b0, rows, yp + b0, out); });
     }
     if (b.defined()) y = y + b.to(at::kFloat);
     std::vector<int64_t> shape = x.sizes().vec();

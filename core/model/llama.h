@@ -27,16 +27,32 @@ const char* projName(Proj p);  // "q_proj" … "down_proj"
 // Adds a term to a projection's output, y = x Wᵀ + b + delta(x): LoRA while training (A, B
 // with gradients), and per-request adapters in the server. Returning an undefined tensor
 // adds nothing. x is [B, T, in]; the result must broadcast to [B, T, out].
+// Batch rows that share one LoRA adapter, as the fused CPU decode step applies it: one
+// shrink (x Aᵀ) and one expand (· Bᵀ) for all of them (the S-LoRA / punica grouping).
+struct LoraRows {
+  const at::Tensor* a = nullptr;                // [r, in], contiguous, in the model's dtype
+  const at::Tensor* b = nullptr;                // [out, r], the scaling folded in, same
+  const std::vector<int64_t>* rows = nullptr;  // batch rows, ascending
+};
+
 class ProjectionDelta {
  public:
   virtual ~ProjectionDelta() = default;
   virtual at::Tensor delta(size_t layer, Proj proj, const at::Tensor& x) const = 0;
-  // For the fused batch-1 CPU decode step: true when this delta is, for a single row, a plain
-  // LoRA x Aᵀ Bᵀ whose factors loraFactors() hands out (A [r, in], B [out, r] with the
-  // scaling folded in, contiguous, in the model's dtype). Otherwise the op-by-op path runs.
-  virtual bool singleRowLora() const { return false; }
-  // Undefined tensors: (layer, proj) is not adapted.
-  virtual std::pair<at::Tensor, at::Tensor> loraFactors(size_t /*layer*/, Proj /*proj*/) const { return {}; }
+  // For the fused CPU decode step: true when this delta is, for every batch row, nothing or a
+  // plain LoRA x Aᵀ Bᵀ whose factors loraGroups() hands out. Otherwise the op-by-op path runs.
+  virtual bool rowLora() const { return false; }
+  // Appends one entry per adapter that adapts (layer, proj) for some rows.
+  virtual void loraGroups(size_t /*layer*/, Proj /*proj*/, std::vector<LoraRows>& /*out*/) const {}
+};
+
+// Where the fused decode steps' time went (seconds, summed; LlamaModel::setDecodeTimes).
+struct DecodeTimes {
+  double matmul = 0;     // the seven projections' weight products
+  double lora = 0;       // runtime LoRA: gather, shrink, expand, add
+  double attention = 0;  // RoPE, KV append, scores, softmax, weighted values
+  double other = 0;      // embedding, norms, activation, residual adds
+  uint64_t steps = 0, rows = 0;
 };
 
 struct LlamaLayerWeights {
@@ -82,10 +98,16 @@ class LlamaModel {
   void setProjectionDelta(std::shared_ptr<const ProjectionDelta> delta) { delta_ = std::move(delta); }
   const ProjectionDelta* projectionDelta() const { return delta_.get(); }
 
-  // Batch-1 decode steps on the CPU (B = T = 1 with a cache, no autograd, no projection
-  // delta) run through a fused loop instead of op by op (core/model/llama_decode_cpu.cpp);
-  // on by default. Off: always the op-by-op path (tests compare the two).
+  // Decode steps on the CPU (T = 1 with a cache of B rows, no autograd, at most a per-row
+  // LoRA delta) run through a fused loop over the B rows instead of op by op
+  // (core/model/llama_decode_cpu.cpp); on by default. Off: always the op-by-op path (tests
+  // compare the two; the batch scheduler picks the faster for each batch size).
   void setFastDecode(bool on) { fastDecode_ = on; }
+  bool fastDecode() const { return fastDecode_; }
+  // True when hidden(ids, cache) would take the fused step.
+  bool fusedDecodeApplies(const at::Tensor& ids, const KvCache* cache) const { return canDecodeStepCpu(ids, cache); }
+  // Adds each fused step's phase times to *times (nullptr: not timed, the default).
+  void setDecodeTimes(DecodeTimes* times) { times_ = times; }
 
   const ModelConfig& config() const { return config_; }
   LlamaWeights& weights() { return weights_; }  // trainers attach LoRA around these
@@ -98,9 +120,9 @@ class LlamaModel {
                        const at::Tensor& positions, KvCache* cache, size_t layer) const;
   at::Tensor mlp(const LlamaLayerWeights& w, const at::Tensor& h, size_t layer) const;
   bool canDecodeStepCpu(const at::Tensor& ids, const KvCache* cache) const;
-  at::Tensor decodeStepCpu(const at::Tensor& ids, KvCache& cache) const;  // [1, 1, H]
+  at::Tensor decodeStepCpu(const at::Tensor& ids, KvCache& cache) const;  // [B, 1, H]
   template <class M>
-  at::Tensor decodeStepCpuImpl(int64_t token, KvCache& cache) const;
+  at::Tensor decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& cache) const;
   // project() plus the delta hook.
   at::Tensor linear(size_t layer, Proj p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const;
 
@@ -109,9 +131,10 @@ class LlamaModel {
   at::Device device_;
   at::Tensor invFreq_;  // [hd/2] fp32
   LlamaWeights weights_;
-  std::shared_ptr<CheckpointFiles> files_;
+  std::shared_ptr<CheckpointFiles> files_;  // keeps the memory maps alive for zero-copy weights
   bool fastDecode_ = true;
-  std::shared_ptr<const ProjectionDelta> delta_;  // keeps the memory maps alive for zero-copy weights
+  DecodeTimes* times_ = nullptr;
+  std::shared_ptr<const ProjectionDelta> delta_;
 };
 
 // adapter_config.json of a PEFT LoRA folder -> its scaling (lora_alpha / r, or

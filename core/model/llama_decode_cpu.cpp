@@ -1,231 +1,324 @@
-// LlamaModel::decodeStepCpu: one new token of one sequence on the CPU (with at most one
-// runtime LoRA adapter, from ProjectionDelta::loraFactors), computed in plain
-// loops over the weights' memory instead of ~20 ATen ops per layer. At batch 1 the ops are
-// tiny and libtorch's per-op cost (dispatch, allocation, dtype conversions, OpenMP regions)
-// is most of the time on a small model: measured on the demo model (hidden 128, 4 layers)
+// LlamaModel::decodeStepCpu: one new token for each of B sequences on the CPU, each at its own
+// position in its own KV-cache row, each with at most one runtime LoRA adapter — computed in
+// plain loops over the weights' memory instead of ~20 ATen ops per layer. Each weight matrix
+// is streamed once per step for all B rows (core/model/cpu_matmul.h: a small GEMM with the
+// rows as the inner dimension); attention runs per row over that row's own slots; LoRA
+// adapters are applied per group of rows sharing one (one shrink and one expand per adapter).
+// At small sizes the ops are tiny and libtorch's per-op cost (dispatch, allocation, dtype
+// conversions, OpenMP regions) is most of the time: on the demo model (hidden 128, 4 layers)
 // this path decodes several times faster than the op-by-op path, and on `small` it removes
-// the overhead around the bandwidth-bound matrix-vector products.
+// the overhead around the bandwidth-bound products at B = 1.
 //
-// It computes what LlamaModel::hidden computes for B = T = 1, op for op, including where
-// the op-by-op path rounds to the activation dtype: in bf16 every intermediate that ATen
-// stores as a bf16 tensor is rounded to bf16 here too (round-to-nearest-even, c10's
-// conversion), while sums accumulate in fp32 as ATen's bf16 kernels do. Only the summation
-// order inside dot products differs. tests/model/test_llama_reference.cpp compares both
-// paths and the PyTorch reference.
+// It computes what LlamaModel::hidden computes for T = 1, op for op, including where the
+// op-by-op path rounds to the activation dtype: in bf16 every intermediate that ATen stores as
+// a bf16 tensor is rounded to bf16 here too (round-to-nearest-even, c10's conversion), while
+// sums accumulate in fp32 as ATen's bf16 kernels do. Only the summation order inside dot
+// products differs. tests/model/test_llama_reference.cpp compares both paths and the PyTorch
+// reference; tests/serve/test_batch_scheduler.cpp compares batched, sequential and op-by-op ids.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
 
-#include "core/model/gemv.h"
+#include "core/model/cpu_matmul.h"
 #include "core/model/kv_cache.h"
 #include "core/model/llama.h"
 
 namespace crosslab::model {
 namespace {
 
-// Activations are held in fp32 vectors; R rounds them to what the dtype can store.
+// Activations are held in fp32; M::round rounds them to what the dtype can store.
 struct F32Math {
   using Storage = float;
+  using Bits = float;  // what the matmul kernels take
   static float round(float x) { return x; }
   static float load(float x) { return x; }
   static float store(float x) { return x; }
 };
 struct Bf16Math {
   using Storage = at::BFloat16;
+  using Bits = uint16_t;
   static float round(float x) { return float(at::BFloat16(x)); }
   static float load(at::BFloat16 x) { return float(x); }
   static at::BFloat16 store(float x) { return at::BFloat16(x); }
 };
 
-// y[rows] = W x in fp32; W row-major [rows, k] of Storage. Rows split across the thread pool
-// only when a chunk holds at least 64K weights: small matrices stay on the calling thread.
-template <class M>
-void gemv(const at::Tensor& w, const std::vector<float>& x, std::vector<float>& y,
-          std::vector<typename M::Storage>& xs) {
-  const int64_t rows = w.size(0), k = w.size(1);
-  y.resize(size_t(rows));
-  xs.resize(size_t(k));
-  for (int64_t i = 0; i < k; ++i) xs[size_t(i)] = M::store(x[size_t(i)]);
-  const int64_t grain = std::max<int64_t>(16, (int64_t(1) << 16) / std::max<int64_t>(1, k));
-  const auto* wp = w.data_ptr<typename M::Storage>();
-  const auto* xp = xs.data();
-  float* yp = y.data();
-  at::parallel_for(0, rows, grain, [&](int64_t b, int64_t e) {
-    if constexpr (std::is_same_v<typename M::Storage, float>) {
-      if (f32GemvAvailable()) return f32Gemv(wp + b * k, xp, yp + b, e - b, k);
-    } else {
-      if (bf16GemvAvailable())
-        return bf16Gemv(reinterpret_cast<const uint16_t*>(wp + b * k), reinterpret_cast<const uint16_t*>(xp), yp + b,
-                        e - b, k);
-    }
-    for (int64_t r = b; r < e; ++r) {  // portable fallback: eight partial sums along k
-      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      const auto* row = wp + r * k;
-      int64_t i = 0;
-      for (; i + 8 <= k; i += 8)
-        for (int j = 0; j < 8; ++j) acc[j] += M::load(row[i + j]) * M::load(xp[i + j]);
-      float s = 0;
-      for (; i < k; ++i) s += M::load(row[i]) * M::load(xp[i]);
-      for (float a : acc) s += a;
-      yp[r] = s;
-    }
-  });
-}
-
-// project(): W x (+ b in fp32), rounded once to the dtype.
-template <class M>
-void project(const at::Tensor& w, const at::Tensor& b, const std::vector<float>& x, std::vector<float>& y,
-             std::vector<typename M::Storage>& scratch) {
-  gemv<M>(w, x, y, scratch);
-  if (b.defined()) {
-    const at::Tensor bf = b.to(at::kFloat).contiguous();
-    const float* bp = bf.data_ptr<float>();
-    for (size_t i = 0; i < y.size(); ++i) y[i] += bp[i];
+// n activation rows of `width` values, row-major, fp32.
+struct Rows {
+  std::vector<float> v;
+  int64_t n = 0, width = 0;
+  void resize(int64_t rows, int64_t w) {
+    n = rows;
+    width = w;
+    v.resize(size_t(rows * w));
   }
-  for (float& v : y) v = M::round(v);
+  float* row(int64_t b) { return v.data() + b * width; }
+  const float* row(int64_t b) const { return v.data() + b * width; }
+};
+
+// Charges the time since the previous charge to one field of DecodeTimes (nothing when off).
+class PhaseClock {
+ public:
+  explicit PhaseClock(DecodeTimes* times) : times_(times) {
+    if (times_) last_ = std::chrono::steady_clock::now();
+  }
+  void charge(double DecodeTimes::*field) {
+    if (!times_) return;
+    const auto now = std::chrono::steady_clock::now();
+    times_->*field += std::chrono::duration<double>(now - last_).count();
+    last_ = now;
+  }
+
+ private:
+  DecodeTimes* times_;
+  std::chrono::steady_clock::time_point last_;
+};
+
+template <class M>
+struct Scratch {
+  std::vector<typename M::Storage> xs;  // X in the storage type, for the kernels
+  std::vector<LoraRows> groups;
+  Rows gathered, mid, loraOut;
+};
+
+// Y [n, out] = X [n, k] Wᵀ in fp32, W [out, k] in the storage type. W's rows are split across
+// the thread pool only when a chunk holds at least 64K weights: small matrices stay on the
+// calling thread. Each chunk streams its rows once for all n rows.
+template <class M>
+void matmul(const at::Tensor& w, const Rows& x, Rows& y, Scratch<M>& s) {
+  using Bits = typename M::Bits;
+  const int64_t out = w.size(0), k = w.size(1), n = x.n;
+  y.resize(n, out);
+  s.xs.resize(size_t(n * k));
+  for (size_t i = 0; i < s.xs.size(); ++i) s.xs[i] = M::store(x.v[i]);  // exact: x is already rounded
+  const MatmulRows<Bits> rows(reinterpret_cast<const Bits*>(s.xs.data()), n, k);
+  const auto* wp = reinterpret_cast<const Bits*>(w.data_ptr<typename M::Storage>());
+  float* yp = y.v.data();
+  const int64_t grain = std::max<int64_t>(16, (int64_t(1) << 16) / std::max<int64_t>(1, k));
+  at::parallel_for(0, out, grain, [&](int64_t b, int64_t e) { matmulRows(wp + b * k, e - b, rows, yp + b, out); });
 }
 
-// rmsNorm(): fp32 statistics, normalised value rounded, then weight * value rounded.
+// project(): X Wᵀ (+ b in fp32), rounded once to the dtype.
 template <class M>
-void rmsNorm(const std::vector<float>& x, const at::Tensor& weight, double eps, std::vector<float>& out) {
-  double ss = 0;  // ATen's mean of a few thousand fp32 values: any sane order agrees to ~1e-7
-  for (float v : x) ss += double(v) * double(v);
-  const float inv = 1.0f / std::sqrt(float(ss / double(x.size())) + float(eps));
+void project(const at::Tensor& w, const at::Tensor& bias, const Rows& x, Rows& y, Scratch<M>& s) {
+  matmul<M>(w, x, y, s);
+  if (bias.defined()) {
+    const at::Tensor bf = bias.to(at::kFloat).contiguous();
+    const float* bp = bf.data_ptr<float>();
+    for (int64_t b = 0; b < y.n; ++b)
+      for (int64_t i = 0; i < y.width; ++i) y.row(b)[i] += bp[i];
+  }
+  for (float& v : y.v) v = M::round(v);
+}
+
+// The runtime LoRA terms of one projection, as the op-by-op path adds them per row:
+// out + round(round(x Aᵀ) Bᵀ), rounded. Rows sharing an adapter go through A and B together.
+template <class M>
+void addLora(const ProjectionDelta& delta, size_t layer, Proj p, const Rows& in, Rows& out, Scratch<M>& s) {
+  s.groups.clear();
+  delta.loraGroups(layer, p, s.groups);
+  for (const LoraRows& g : s.groups) {
+    const std::vector<int64_t>& rows = *g.rows;
+    const Rows* x = &in;
+    if (int64_t(rows.size()) != in.n) {  // gather this adapter's rows
+      s.gathered.resize(int64_t(rows.size()), in.width);
+      for (size_t i = 0; i < rows.size(); ++i)
+        std::memcpy(s.gathered.row(int64_t(i)), in.row(rows[i]), sizeof(float) * size_t(in.width));
+      x = &s.gathered;
+    }
+    matmul<M>(*g.a, *x, s.mid, s);  // shrink: [rows, r]
+    for (float& v : s.mid.v) v = M::round(v);
+    matmul<M>(*g.b, s.mid, s.loraOut, s);  // expand: [rows, out]
+    for (size_t i = 0; i < rows.size(); ++i) {
+      float* o = out.row(rows[i]);
+      const float* d = s.loraOut.row(int64_t(i));
+      for (int64_t j = 0; j < out.width; ++j) o[j] = M::round(o[j] + M::round(d[j]));
+    }
+  }
+}
+
+// rmsNorm(): fp32 statistics per row, normalised value rounded, then weight * value rounded.
+template <class M>
+void rmsNorm(const Rows& x, const at::Tensor& weight, double eps, Rows& out) {
   const auto* wp = weight.data_ptr<typename M::Storage>();
-  out.resize(x.size());
-  for (size_t i = 0; i < x.size(); ++i) out[i] = M::round(M::load(wp[i]) * M::round(x[i] * inv));
+  out.resize(x.n, x.width);
+  for (int64_t b = 0; b < x.n; ++b) {
+    const float* xr = x.row(b);
+    double ss = 0;  // ATen's mean of a few thousand fp32 values: any sane order agrees to ~1e-7
+    for (int64_t i = 0; i < x.width; ++i) ss += double(xr[i]) * double(xr[i]);
+    const float inv = 1.0f / std::sqrt(float(ss / double(x.width)) + float(eps));
+    float* o = out.row(b);
+    for (int64_t i = 0; i < x.width; ++i) o[i] = M::round(M::load(wp[i]) * M::round(xr[i] * inv));
+  }
+}
+
+// RoPE tables, one row per sequence: angle in fp32 (float(pos) * inv_freq), cos/sin rounded.
+template <class M>
+void ropeTables(const std::vector<int64_t>& positions, const float* invFreq, int64_t half, Rows& cosv, Rows& sinv) {
+  const int64_t n = int64_t(positions.size());
+  cosv.resize(n, half);
+  sinv.resize(n, half);
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t i = 0; i < half; ++i) {
+      const float angle = float(positions[size_t(b)]) * invFreq[i];
+      cosv.row(b)[i] = M::round(std::cos(angle));
+      sinv.row(b)[i] = M::round(std::sin(angle));
+    }
+}
+
+// v*cos + rotate_half(v)*sin over one head, each product and the sum rounded.
+template <class M>
+void rope(float* v, const float* cosv, const float* sinv, int64_t half) {
+  for (int64_t i = 0; i < half; ++i) {
+    const float a = v[i], b = v[i + half], cs = cosv[i], sn = sinv[i];
+    v[i] = M::round(M::round(a * cs) + M::round(-b * sn));
+    v[i + half] = M::round(M::round(b * cs) + M::round(a * sn));
+  }
+}
+
+// Attention of one query head over positions 0..len-1 of its kv head (all visible to the
+// newest token). Scores: dot rounded, times 1/sqrt(hd) rounded; softmax in fp32, the
+// probabilities rounded; the weighted sum of values in fp32, rounded. kg/vg: [capacity, hd].
+template <class M>
+void attendHead(const float* q, const typename M::Storage* kg, const typename M::Storage* vg, int64_t len, int64_t hd,
+                float scale, std::vector<float>& scores, float* out) {
+  scores.resize(size_t(len));
+  float mx = -INFINITY;
+  for (int64_t t = 0; t < len; ++t) {
+    float dot = 0;
+    for (int64_t d = 0; d < hd; ++d) dot += q[d] * M::load(kg[t * hd + d]);
+    scores[size_t(t)] = M::round(M::round(dot) * scale);
+    mx = std::max(mx, scores[size_t(t)]);
+  }
+  float sum = 0;
+  for (int64_t t = 0; t < len; ++t) sum += (scores[size_t(t)] = std::exp(scores[size_t(t)] - mx));
+  std::fill(out, out + hd, 0.0f);
+  for (int64_t t = 0; t < len; ++t) {
+    const float p = M::round(scores[size_t(t)] / sum);
+    for (int64_t d = 0; d < hd; ++d) out[d] += p * M::load(vg[t * hd + d]);
+  }
+  for (int64_t d = 0; d < hd; ++d) out[d] = M::round(out[d]);
 }
 
 }  // namespace
 
 bool LlamaModel::canDecodeStepCpu(const at::Tensor& ids, const KvCache* cache) const {
-  return fastDecode_ && cache && ids.dim() == 2 && ids.size(0) == 1 && ids.size(1) == 1 && device_.is_cpu() &&
-         (!delta_ || delta_->singleRowLora()) && !at::GradMode::is_enabled() && (dtype_ == at::kFloat || dtype_ == at::kBFloat16) &&
-         cache->lengths.size() == 1 && !cache->keys.empty() && cache->keys[0].is_contiguous() &&
-         cache->keys[0].scalar_type() == dtype_ && cache->keys[0].size(2) == cache->capacity;
+  if (!fastDecode_ || !cache || ids.dim() != 2 || ids.size(1) != 1 || !device_.is_cpu() || at::GradMode::is_enabled())
+    return false;
+  if ((delta_ && !delta_->rowLora()) || (dtype_ != at::kFloat && dtype_ != at::kBFloat16)) return false;
+  const int64_t B = ids.size(0);
+  if (B < 1 || int64_t(cache->lengths.size()) != B || cache->keys.empty()) return false;
+  for (size_t l = 0; l < cache->keys.size(); ++l)
+    for (const at::Tensor* t : {&cache->keys[l], &cache->values[l]})
+      if (!t->is_contiguous() || t->scalar_type() != dtype_ || t->size(0) != B || t->size(2) != cache->capacity)
+        return false;
+  return true;
 }
 
 template <class M>
-at::Tensor LlamaModel::decodeStepCpuImpl(int64_t token, KvCache& cache) const {
+at::Tensor LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& cache) const {
   using S = typename M::Storage;
   const ModelConfig& c = config_;
-  const int64_t H = c.hiddenSize, nh = c.numHeads, nkv = c.numKvHeads, hd = c.headDim, half = hd / 2, rep = nh / nkv;
-  const int64_t pos = cache.lengths[0];
-  if (pos + 1 > cache.capacity) throw std::runtime_error("KV cache is full");
-  if (token < 0 || token >= c.vocabSize) throw std::runtime_error("token id out of range");
-
-  // RoPE at `pos`: angle in fp32 (float(pos) * inv_freq), cos/sin rounded to the dtype.
-  std::vector<float> cosv(static_cast<size_t>(half)), sinv(static_cast<size_t>(half));
-  const float* invFreq = invFreq_.data_ptr<float>();
-  for (int64_t i = 0; i < half; ++i) {
-    const float angle = float(pos) * invFreq[i];
-    cosv[size_t(i)] = M::round(std::cos(angle));
-    sinv[size_t(i)] = M::round(std::sin(angle));
+  const int64_t n = int64_t(tokens.size()), H = c.hiddenSize, nh = c.numHeads, nkv = c.numKvHeads, hd = c.headDim;
+  const int64_t half = hd / 2, rep = nh / nkv, cap = cache.capacity;
+  int64_t maxLen = 0;
+  for (int64_t b = 0; b < n; ++b) {  // refuse before anything is written
+    if (cache.lengths[size_t(b)] + 1 > cap) throw std::runtime_error("KV cache is full");
+    if (tokens[size_t(b)] < 0 || tokens[size_t(b)] >= c.vocabSize) throw std::runtime_error("token id out of range");
+    maxLen = std::max(maxLen, cache.lengths[size_t(b)] + 1);
   }
-  const auto rope = [&](float* v) {  // v*cos + rotate_half(v)*sin, each product and the sum rounded
-    for (int64_t i = 0; i < half; ++i) {
-      const float a = v[i], b = v[i + half], cs = cosv[size_t(i)], sn = sinv[size_t(i)];
-      v[i] = M::round(M::round(a * cs) + M::round(-b * sn));
-      v[i + half] = M::round(M::round(b * cs) + M::round(a * sn));
-    }
-  };
-
-  std::vector<float> x(static_cast<size_t>(H)), h, q, k, v, o(static_cast<size_t>(nh * hd)), attn, gate, up, down, scores;
-  std::vector<S> scratch;
-  const S* emb = weights_.embed.data_ptr<S>() + token * H;
-  for (int64_t i = 0; i < H; ++i) x[size_t(i)] = M::load(emb[i]);
+  PhaseClock clock(times_);
+  Scratch<M> s;
+  Rows x, h, q, k, v, o, attn, gate, up, down, cosv, sinv;
+  ropeTables<M>(cache.lengths, invFreq_.data_ptr<float>(), half, cosv, sinv);
+  x.resize(n, H);
+  for (int64_t b = 0; b < n; ++b) {
+    const S* emb = weights_.embed.data_ptr<S>() + tokens[size_t(b)] * H;
+    for (int64_t i = 0; i < H; ++i) x.row(b)[i] = M::load(emb[i]);
+  }
   const float scale = float(1.0 / std::sqrt(double(hd)));
 
-  // project() plus a runtime LoRA term, as linear() adds it: y + round(round(x Aᵀ) Bᵀ), rounded.
-  std::vector<float> loraMid, loraOut;
-  const auto linear = [&](size_t layer, Proj p, const at::Tensor& wt, const at::Tensor& bias,
-                          const std::vector<float>& in, std::vector<float>& out) {
-    project<M>(wt, bias, in, out, scratch);
+  // project() plus the runtime LoRA terms, as linear() adds them.
+  const auto linear = [&](size_t layer, Proj p, const at::Tensor& wt, const at::Tensor& bias, const Rows& in, Rows& out) {
+    project<M>(wt, bias, in, out, s);
+    clock.charge(&DecodeTimes::matmul);
     if (!delta_) return;
-    const auto [a, b] = delta_->loraFactors(layer, p);
-    if (!a.defined()) return;
-    gemv<M>(a, in, loraMid, scratch);
-    for (float& m : loraMid) m = M::round(m);
-    gemv<M>(b, loraMid, loraOut, scratch);
-    for (size_t i = 0; i < out.size(); ++i) out[i] = M::round(out[i] + M::round(loraOut[i]));
+    addLora<M>(*delta_, layer, p, in, out, s);
+    clock.charge(&DecodeTimes::lora);
   };
 
   for (size_t l = 0; l < weights_.layers.size(); ++l) {
     const LlamaLayerWeights& w = weights_.layers[l];
     rmsNorm<M>(x, w.inputNorm, c.rmsNormEps, h);
-    linear(l, Proj::Q, w.wq, w.bq, h, q);  // [nh*hd]
-    linear(l, Proj::K, w.wk, w.bk, h, k);  // [nkv*hd]
-    linear(l, Proj::V, w.wv, w.bv, h, v);  // [nkv*hd]
-    for (int64_t j = 0; j < nh; ++j) rope(q.data() + j * hd);
-    for (int64_t g = 0; g < nkv; ++g) rope(k.data() + g * hd);
+    clock.charge(&DecodeTimes::other);
+    linear(l, Proj::Q, w.wq, w.bq, h, q);  // [n, nh*hd]
+    linear(l, Proj::K, w.wk, w.bk, h, k);  // [n, nkv*hd]
+    linear(l, Proj::V, w.wv, w.bv, h, v);  // [n, nkv*hd]
 
-    // Cache layout [1, nkv, capacity, hd]: append this position's k and v.
+    // Cache layout [n, nkv, capacity, hd]: row b's keys/values of kv head g at [b, g].
     S* kc = cache.keys[l].data_ptr<S>();
     S* vc = cache.values[l].data_ptr<S>();
-    const int64_t cap = cache.capacity;
-    for (int64_t g = 0; g < nkv; ++g)
-      for (int64_t d = 0; d < hd; ++d) {
-        kc[(g * cap + pos) * hd + d] = M::store(k[size_t(g * hd + d)]);
-        vc[(g * cap + pos) * hd + d] = M::store(v[size_t(g * hd + d)]);
-      }
-
-    // Attention over positions 0..pos (all visible to the newest token): query head j reads
-    // kv head j / rep. Scores: dot rounded, times 1/sqrt(hd) rounded; softmax in fp32, the
-    // probabilities rounded; the weighted sum of values in fp32, rounded.
-    const int64_t len = pos + 1;
-    scores.resize(size_t(len));
-    for (int64_t j = 0; j < nh; ++j) {
-      const int64_t g = j / rep;
-      const float* qh = q.data() + j * hd;
-      const S* kg = kc + g * cap * hd;
-      const S* vg = vc + g * cap * hd;
-      float mx = -INFINITY;
-      for (int64_t t = 0; t < len; ++t) {
-        float dot = 0;
-        for (int64_t d = 0; d < hd; ++d) dot += qh[d] * M::load(kg[t * hd + d]);
-        scores[size_t(t)] = M::round(M::round(dot) * scale);
-        mx = std::max(mx, scores[size_t(t)]);
-      }
-      float sum = 0;
-      for (int64_t t = 0; t < len; ++t) sum += (scores[size_t(t)] = std::exp(scores[size_t(t)] - mx));
-      float* oh = o.data() + j * hd;
-      std::fill(oh, oh + hd, 0.0f);
-      for (int64_t t = 0; t < len; ++t) {
-        const float p = M::round(scores[size_t(t)] / sum);
-        for (int64_t d = 0; d < hd; ++d) oh[d] += p * M::load(vg[t * hd + d]);
-      }
-      for (int64_t d = 0; d < hd; ++d) oh[d] = M::round(oh[d]);
+    for (int64_t b = 0; b < n; ++b) {
+      for (int64_t j = 0; j < nh; ++j) rope<M>(q.row(b) + j * hd, cosv.row(b), sinv.row(b), half);
+      for (int64_t g = 0; g < nkv; ++g) rope<M>(k.row(b) + g * hd, cosv.row(b), sinv.row(b), half);
+      const int64_t pos = cache.lengths[size_t(b)];
+      for (int64_t g = 0; g < nkv; ++g)
+        for (int64_t d = 0; d < hd; ++d) {
+          kc[((b * nkv + g) * cap + pos) * hd + d] = M::store(k.row(b)[g * hd + d]);
+          vc[((b * nkv + g) * cap + pos) * hd + d] = M::store(v.row(b)[g * hd + d]);
+        }
     }
+    // Every (row, query head) pair on its own; query head j reads kv head j / rep.
+    o.resize(n, nh * hd);
+    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(1, maxLen * hd));
+    at::parallel_for(0, n * nh, grain, [&](int64_t begin, int64_t end) {
+      std::vector<float> scores;
+      for (int64_t bj = begin; bj < end; ++bj) {
+        const int64_t b = bj / nh, j = bj % nh, g = j / rep;
+        const size_t off = size_t(((b * nkv + g) * cap) * hd);
+        attendHead<M>(q.row(b) + j * hd, kc + off, vc + off, cache.lengths[size_t(b)] + 1, hd, scale, scores,
+                      o.row(b) + j * hd);
+      }
+    });
+    clock.charge(&DecodeTimes::attention);
     linear(l, Proj::O, w.wo, w.bo, o, attn);
-    for (int64_t i = 0; i < H; ++i) x[size_t(i)] = M::round(x[size_t(i)] + attn[size_t(i)]);
+    for (size_t i = 0; i < x.v.size(); ++i) x.v[i] = M::round(x.v[i] + attn.v[i]);
 
     rmsNorm<M>(x, w.postNorm, c.rmsNormEps, h);
+    clock.charge(&DecodeTimes::other);
     linear(l, Proj::Gate, w.wGate, w.bGate, h, gate);
     linear(l, Proj::Up, w.wUp, w.bUp, h, up);
-    for (size_t i = 0; i < gate.size(); ++i) {
-      const float gv = gate[i];
-      gate[i] = M::round(M::round(gv / (1.0f + std::exp(-gv))) * up[i]);  // silu(gate) * up
+    for (size_t i = 0; i < gate.v.size(); ++i) {
+      const float gv = gate.v[i];
+      gate.v[i] = M::round(M::round(gv / (1.0f + std::exp(-gv))) * up.v[i]);  // silu(gate) * up
     }
+    clock.charge(&DecodeTimes::other);
     linear(l, Proj::Down, w.wDown, w.bDown, gate, down);
-    for (int64_t i = 0; i < H; ++i) x[size_t(i)] = M::round(x[size_t(i)] + down[size_t(i)]);
+    for (size_t i = 0; i < x.v.size(); ++i) x.v[i] = M::round(x.v[i] + down.v[i]);
   }
-  cache.lengths[0] = pos + 1;
+  for (auto& len : cache.lengths) ++len;
 
   rmsNorm<M>(x, weights_.finalNorm, c.rmsNormEps, h);
-  at::Tensor out = at::empty({1, 1, H}, at::TensorOptions().dtype(dtype_));  // [B=1, T=1, H]
+  at::Tensor out = at::empty({n, 1, H}, at::TensorOptions().dtype(dtype_));  // [B, T=1, H]
   S* op = out.data_ptr<S>();
-  for (int64_t i = 0; i < H; ++i) op[i] = M::store(h[size_t(i)]);
+  for (size_t i = 0; i < h.v.size(); ++i) op[i] = M::store(h.v[i]);
+  clock.charge(&DecodeTimes::other);
+  if (times_) {
+    ++times_->steps;
+    times_->rows += uint64_t(n);
+  }
   return out;
 }
 
 at::Tensor LlamaModel::decodeStepCpu(const at::Tensor& ids, KvCache& cache) const {
-  const int64_t token = ids.to(at::kLong).item<int64_t>();
-  return dtype_ == at::kFloat ? decodeStepCpuImpl<F32Math>(token, cache) : decodeStepCpuImpl<Bf16Math>(token, cache);
+  const at::Tensor flat = ids.to(at::kLong).reshape({-1}).contiguous();
+  const std::vector<int64_t> tokens(flat.data_ptr<int64_t>(), flat.data_ptr<int64_t>() + flat.numel());
+  return dtype_ == at::kFloat ? decodeStepCpuImpl<F32Math>(tokens, cache) : decodeStepCpuImpl<Bf16Math>(tokens, cache);
 }
 
 }  // namespace crosslab::model

@@ -5,6 +5,8 @@ with its own parser (not crosslab's).
 
   ref_llama.py CKPT IDS_JSON --logits OUT.f32 [--dtype f32|bf16]   all positions, raw float32 [T, vocab]
   ref_llama.py CKPT IDS_JSON --greedy N [--dtype f32|bf16]          prints {"ids": [...], "margins": [...]}
+  IDS_JSON may be a list of lists: several sequences, each computed on its own (no padding);
+  --logits then writes their logits one after the other, --greedy prints {"batch": [{...}, ...]}.
   either with [--adapter DIR]: a PEFT LoRA adapter applied unmerged, as PEFT's lora.Linear does:
   y = W x + B(A(x)) * scaling in the adapter's fp32, scaling = lora_alpha / r (/ sqrt(r) with use_rslora)
 
@@ -139,17 +141,22 @@ def main():
             if name.endswith(".lora_A.weight"):
                 module = name[len("base_model.model."):-len(".lora_A.weight")]
                 lora[module] = (t.float(), aw[name.replace("lora_A", "lora_B")].float(), scaling)
+    batch = bool(ids) and isinstance(ids[0], list)
+    seqs = ids if batch else [ids]
     with torch.no_grad():
         if "--logits" in opts:
-            forward(cfg, w, ids, dtype, lora).numpy().astype("<f4").tofile(opts["--logits"])
+            torch.cat([forward(cfg, w, s, dtype, lora) for s in seqs]).numpy().astype("<f4").tofile(opts["--logits"])
             return
-        seq, margins = list(ids), []
-        for _ in range(int(opts["--greedy"])):
-            last = forward(cfg, w, seq, dtype, lora)[-1]
-            top = torch.topk(last, 2)
-            margins.append(float(top.values[0] - top.values[1]))
-            seq.append(int(top.indices[0]))
-        print(json.dumps({"ids": seq[len(ids):], "margins": margins}))
+        results = []
+        for prompt in seqs:
+            seq, margins = list(prompt), []
+            for _ in range(int(opts["--greedy"])):
+                last = forward(cfg, w, seq, dtype, lora)[-1]
+                top = torch.topk(last, 2)
+                margins.append(float(top.values[0] - top.values[1]))
+                seq.append(int(top.indices[0]))
+            results.append({"ids": seq[len(prompt):], "margins": margins})
+        print(json.dumps({"batch": results} if batch else results[0]))
 
 
 if __name__ == "__main__":

@@ -1,7 +1,14 @@
 // The continuous-batching scheduler on a tiny checkpoint: batched greedy decode (with
-// chunked prefill and sequences joining and leaving mid-batch) gives the single-sequence
-// engine's tokens; runtime LoRA per row gives the merged adapter's tokens in one mixed
-// batch; seeds reproduce; stop strings, stop ids, min_tokens and cancel behave.
+// batched, chunked, padded prefill and sequences joining and leaving mid-batch) gives the
+// single-sequence engine's tokens and the PyTorch reference's (tests/model/ref_llama.py), on
+// the fused decode step, the op-by-op path and the measured choice between them; runtime LoRA
+// per row gives the merged adapter's tokens in one mixed batch; a long prompt is prefilled in
+// chunks while running streams keep getting a token every step; seeds reproduce; stop
+// strings, stop ids, min_tokens and cancel behave.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -70,6 +77,34 @@ infer::ServeRequest greedy(std::vector<int32_t> prompt, int maxTokens, const std
   return r;
 }
 
+// The reference's greedy continuations of `prompts` (one call; each computed on its own).
+std::vector<std::vector<int32_t>> referenceGreedy(const std::string& dir, const std::vector<std::vector<int32_t>>& prompts,
+                                                  int n, const std::string& adapter = {}) {
+  QJsonArray all;
+  for (const auto& p : prompts) {
+    QJsonArray a;
+    for (int32_t id : p) a.append(id);
+    all.append(a);
+  }
+  QStringList args = {REF_LLAMA_PY, QString::fromStdString(dir), QString::fromUtf8(QJsonDocument(all).toJson(QJsonDocument::Compact)),
+                      "--greedy", QString::number(n)};
+  if (!adapter.empty()) args << "--adapter" << QString::fromStdString(adapter);
+  QProcess p;
+  p.start(PYTHON3, args);
+  if (!p.waitForFinished(600000) || p.exitCode() != 0) {
+    qWarning() << p.readAllStandardError();
+    return {};
+  }
+  std::vector<std::vector<int32_t>> out;
+  for (const auto r : QJsonDocument::fromJson(p.readAllStandardOutput()).object().value("batch").toArray()) {
+    out.emplace_back();
+    for (const auto id : r.toObject().value("ids").toArray()) out.back().push_back(int32_t(id.toInt()));
+  }
+  return out;
+}
+
+std::vector<int32_t> prefix(const std::vector<int32_t>& v, size_t n) { return {v.begin(), v.begin() + long(std::min(n, v.size()))}; }
+
 std::vector<int32_t> singleSequence(const std::string& dir, const std::vector<int32_t>& prompt, int n,
                                     const std::string& mergedAdapter = {}) {
   infer::EngineOptions eo;
@@ -95,45 +130,139 @@ class TestBatchScheduler : public QObject {
     testing::writeServeFixture(dir_);
   }
 
-  // Six prompts of different lengths (chunked prefill: 5 tokens a step) and lengths, with
-  // a batch of 4 so later ones join as earlier ones leave.
+  // Six prompts of different lengths and output lengths, handed over at once, with a batch of
+  // 4 so later ones join as earlier ones leave; prefill batches of 1 and 4 (4: one padded
+  // forward, 12 prompt tokens a step shared between the rows, 3 each), on each decode path.
+  void batchedGreedyEqualsSingleSequence_data() {
+    QTest::addColumn<QString>("path");
+    QTest::addColumn<int>("prefillBatch");
+    for (const char* path : {"fused", "op-by-op", "auto"})
+      for (int pb : {1, 4}) QTest::addRow("%s, prefill batch %d", path, pb) << path << pb;
+  }
+
   void batchedGreedyEqualsSingleSequence() {
+    QFETCH(QString, path);
+    QFETCH(int, prefillBatch);
     infer::SchedulerOptions so;
     so.maxBatch = 4;
-    so.prefillChunk = 5;
+    so.prefillChunk = 12;
+    so.prefillBatch = prefillBatch;
     so.maxModelLen = 256;
+    so.decodePath = path.toStdString();
     auto engine = infer::BatchScheduler::open(dir_, so);
     Collector c;
     const int lens[] = {3, 17, 9, 1, 23, 12}, outs[] = {20, 9, 31, 14, 6, 25};
+    engine->holdForTesting(true);
     for (size_t i = 0; i < 6; ++i) engine->submit(c.wrap(greedy(promptOf(lens[i], int(i)), outs[i]), i));
+    engine->holdForTesting(false);
     QVERIFY(c.wait());
+    std::vector<std::vector<int32_t>> prompts;
+    for (size_t i = 0; i < 6; ++i) prompts.push_back(promptOf(lens[i], int(i)));
+    const auto reference = referenceGreedy(dir_, prompts, 31);
+    QCOMPARE(reference.size(), size_t(6));
     for (size_t i = 0; i < 6; ++i) {
-      const auto want = singleSequence(dir_, promptOf(lens[i], int(i)), outs[i]);
+      const auto want = singleSequence(dir_, prompts[i], outs[i]);
       QCOMPARE(c.result(i).finishReason, std::string("length"));
       QCOMPARE(c.result(i).ids, want);
+      QCOMPARE(c.result(i).ids, prefix(reference[i], size_t(outs[i])));
     }
-    QVERIFY2(engine->stats().maxBatchSeen > 1, "requests never shared a decode step");
-    QVERIFY(engine->stats().maxBatchSeen <= 4);
+    const infer::SchedulerStats st = engine->stats();
+    QCOMPARE(st.maxBatchSeen, 4);  // four decoding at once, more never
+    QCOMPARE(st.maxPrefillBatchSeen, prefillBatch);
+    if (path == "fused") QCOMPARE(st.opByOpSteps, uint64_t(0));
+    if (path == "op-by-op") QCOMPARE(st.fusedSteps, uint64_t(0));
+    if (path == "auto") QVERIFY(st.fusedSteps > 0 && st.opByOpSteps > 0);  // both measured
+    QCOMPARE(st.steps, st.fusedSteps + st.opByOpSteps);
   }
 
-  // One mixed batch: rows with adapter a, adapter b and none, against each adapter merged.
+  // One mixed batch: rows with adapter a, adapter b and none, against each adapter merged and
+  // the reference's unmerged LoRA, on each decode path.
+  void runtimeLoraEqualsMerged_data() {
+    QTest::addColumn<QString>("path");
+    for (const char* path : {"fused", "op-by-op", "auto"}) QTest::addRow("%s", path) << path;
+  }
+
   void runtimeLoraEqualsMerged() {
+    QFETCH(QString, path);
     infer::SchedulerOptions so;
     so.maxBatch = 8;
     so.maxModelLen = 128;
+    so.decodePath = path.toStdString();
     so.loras = {{"a", dir_ + "/lora_a"}, {"b", dir_ + "/lora_b"}};
     auto engine = infer::BatchScheduler::open(dir_, so);
     Collector c;
     const std::vector<std::string> adapters = {"a", "", "b", "a", "b", ""};
+    engine->holdForTesting(true);
     for (size_t i = 0; i < adapters.size(); ++i)
       engine->submit(c.wrap(greedy(promptOf(6 + int(i), int(i)), 16, adapters[i]), i));
+    engine->holdForTesting(false);
     QVERIFY(c.wait());
-    for (size_t i = 0; i < adapters.size(); ++i) {
-      const std::string merged = adapters[i].empty() ? "" : dir_ + "/lora_" + adapters[i];
-      QCOMPARE(c.result(i).ids, singleSequence(dir_, promptOf(6 + int(i), int(i)), 16, merged));
+    for (const std::string adapter : {"", "a", "b"}) {
+      std::vector<std::vector<int32_t>> prompts;
+      std::vector<size_t> rows;
+      for (size_t i = 0; i < adapters.size(); ++i)
+        if (adapters[i] == adapter) {
+          prompts.push_back(promptOf(6 + int(i), int(i)));
+          rows.push_back(i);
+        }
+      const std::string dir = adapter.empty() ? "" : dir_ + "/lora_" + adapter;
+      const auto reference = referenceGreedy(dir_, prompts, 16, dir);
+      QCOMPARE(reference.size(), rows.size());
+      for (size_t j = 0; j < rows.size(); ++j) {
+        QCOMPARE(c.result(rows[j]).ids, singleSequence(dir_, prompts[j], 16, dir));
+        QCOMPARE(c.result(rows[j]).ids, reference[j]);
+      }
     }
+    QCOMPARE(engine->stats().maxBatchSeen, 6);
     // The adapters change the output at all (otherwise the comparison proves nothing).
     QVERIFY(singleSequence(dir_, promptOf(6, 0), 16, dir_ + "/lora_a") != singleSequence(dir_, promptOf(6, 0), 16));
+  }
+
+  // A long prompt arriving while a stream decodes is prefilled 16 tokens a step, and every
+  // one of those steps also decodes the running stream: it gets a token per step throughout.
+  void longPromptIsChunkedWhileStreamsDecode() {
+    infer::SchedulerOptions so;
+    so.maxBatch = 4;
+    so.prefillChunk = 16;
+    so.maxModelLen = 512;
+    auto engine = infer::BatchScheduler::open(dir_, so);
+    std::mutex mu;
+    std::vector<char> events;  // 'a': a token of the running stream, 'B': the long prompt's first token
+    Collector c;
+    infer::ServeRequest a = c.wrap(greedy(promptOf(4, 1), 60), 0);
+    infer::ServeRequest b = c.wrap(greedy(promptOf(200, 2), 4), 1);
+    bool submitted = false;
+    const auto aToken = a.onToken;
+    a.onToken = [&](int32_t id, const std::string& text) {
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        events.push_back('a');
+        if (events.size() == 2 && !submitted) {  // from the scheduler thread: joins at the next step
+          submitted = true;
+          engine->submit(b);
+          events.push_back('+');
+        }
+      }
+      return aToken(id, text);
+    };
+    const auto bToken = b.onToken;
+    b.onToken = [&](int32_t id, const std::string& text) {
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        events.push_back('B');
+      }
+      return bToken(id, text);
+    };
+    engine->submit(a);
+    QVERIFY(c.wait());
+    const std::string log(events.begin(), events.end());
+    const size_t plus = log.find('+'), first = log.find('B');
+    QVERIFY2(plus != std::string::npos && first != std::string::npos && first > plus, log.c_str());
+    const auto during = std::count(log.begin() + long(plus), log.begin() + long(first), 'a');
+    qInfo("running stream's tokens while the 200-token prompt was prefilled (13 chunks of 16): %ld", long(during));
+    QVERIFY2(during >= 12, log.c_str());
+    QCOMPARE(c.result(1).ids, singleSequence(dir_, promptOf(200, 2), 4));
+    QCOMPARE(c.result(0).ids, singleSequence(dir_, promptOf(4, 1), 60));
   }
 
   // A request alone in the batch decodes through the fused batch-1 CPU step (LlamaModel::

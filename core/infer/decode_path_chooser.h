@@ -1,0 +1,39 @@
+#pragma once
+// Which decode path the batch scheduler runs for a batch of n rows: the fused CPU step
+// (core/model/llama_decode_cpu.cpp) or the op-by-op ATen path. Which is faster depends on
+// the model, the dtype, the machine and n (the fused step wins at small n on small models;
+// a large batch of a large model can favour ATen's GEMMs), so the scheduler measures: each
+// path is tried a few times at each batch size, then the faster one (its best step time,
+// robust to other processes' interference) runs, and both are measured again after 512,
+// 1024, 2048 … steps of that size. Torch-free; the scheduler thread owns it.
+
+#include <array>
+#include <cstdint>
+#include <map>
+#include <string>
+
+namespace crosslab::infer {
+
+enum class DecodePath { Fused, OpByOp };
+const char* decodePathName(DecodePath p);  // "fused", "op-by-op"
+
+class DecodePathChooser {
+ public:
+  static constexpr int kTries = 2;            // timed steps per path before choosing
+  static constexpr uint64_t kRecheck = 512;   // steps of one size before the first re-check
+
+  DecodePath pick(int rows);
+  void record(int rows, DecodePath path, double seconds);
+  // The current choice per batch size, e.g. "1:fused 8:fused 32:op-by-op" (for logs).
+  std::string summary() const;
+
+ private:
+  struct Size {
+    std::array<double, 2> best{};  // per path; 0 = not measured yet
+    std::array<int, 2> tries{};
+    uint64_t used = 0, recheckAt = kRecheck;
+  };
+  std::map<int, Size> sizes_;
+};
+
+}  // namespace crosslab::infer

@@ -1,0 +1,45 @@
+#pragma once
+// Matrix products for decode steps on the CPU: Y = X Wᵀ with fp32 accumulation, where W is a
+// weight matrix [rows, k] (row-major, streamed once per product) and X holds the few
+// activation rows of a decode batch [n, k]. libtorch 1.13's paths leave speed unused at these
+// shapes: at n = 1 its bf16 linear (oneDNN) is compute-bound and OpenBLAS sgemv reaches ~75%
+// of a single sequential AVX-512 stream per row (measured on the 128256 x 768 LM head); at
+// small n every op pays dispatch, allocation and conversion costs that dwarf the product.
+//
+// Three kernels, chosen by n:
+//   n = 1       one W row at a time, four accumulators along k: a single sequential stream
+//               keeps the hardware prefetcher ahead (measured 2.3x the bandwidth of four
+//               interleaved rows). Bandwidth-bound.
+//   2 <= n < 8  still one W stream: each W row against up to four X rows, the dot products
+//               reduced horizontally at the end of the row.
+//   n >= 8      X repacked so that one vector holds 16 rows' values at the same k; each W
+//               value is broadcast against it, so a tile of W rows x 16..64 X rows
+//               accumulates with no horizontal reductions (about twice the throughput of the
+//               reducing kernel at n = 32 here). Compute-bound.
+// Without AVX-512 (AVX512-BF16 for bf16) a portable loop computes the same products.
+
+#include <cstdint>
+#include <vector>
+
+namespace crosslab::model {
+
+// True when the CPU has AVX-512F (f32 kernels) / AVX512-BF16 and BW (bf16 kernels).
+bool f32KernelsAvailable();
+bool bf16KernelsAvailable();
+
+// The X side of a product, prepared once and shared by the threads that split W's rows.
+// T = float, or uint16_t holding bf16 bits. `x` (row-major [n, k]) must outlive this.
+template <class T>
+struct MatmulRows {
+  MatmulRows(const T* x, int64_t n, int64_t k);
+  const T* x;
+  int64_t n, k;
+  std::vector<T> packed;  // n >= 8: chunks of up to 64 rows, k-interleaved (see cpu_matmul.cpp)
+};
+
+// Y[b * ldy + r] = W_r · X_b for r in [0, rows) and b in [0, x.n); w points at the first of
+// the rows (a thread's share of the matrix), y at that row's column.
+void matmulRows(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy);
+void matmulRows(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy);
+
+}  // namespace crosslab::model

@@ -1,0 +1,59 @@
+// DecodePathChooser: tries each decode path at each batch size, then runs the faster one by
+// its best measured step time, and measures both again after 512, 1024 … steps of a size.
+#include <QtTest>
+
+#include "core/infer/decode_path_chooser.h"
+
+using crosslab::infer::DecodePath;
+using crosslab::infer::DecodePathChooser;
+
+class TestDecodePathChooser : public QObject {
+  Q_OBJECT
+
+  // Runs `steps` steps of `rows` rows, fused costing `fused` s and op-by-op `ops` s; returns the op-by-op count.
+  static int run(DecodePathChooser& c, int rows, int steps, double fused, double ops) {
+    int opSteps = 0;
+    for (int i = 0; i < steps; ++i) {
+      const DecodePath p = c.pick(rows);
+      opSteps += p == DecodePath::OpByOp;
+      c.record(rows, p, p == DecodePath::Fused ? fused : ops);
+    }
+    return opSteps;
+  }
+
+ private slots:
+  void triesBothThenPicksTheFaster() {
+    DecodePathChooser c;
+    QCOMPARE(c.pick(8), DecodePath::Fused);
+    c.record(8, DecodePath::Fused, 0.010);
+    QCOMPARE(c.pick(8), DecodePath::Fused);
+    c.record(8, DecodePath::Fused, 0.004);  // the best of the tries counts: noise only slows a step
+    QCOMPARE(c.pick(8), DecodePath::OpByOp);
+    c.record(8, DecodePath::OpByOp, 0.005);
+    QCOMPARE(c.pick(8), DecodePath::OpByOp);
+    c.record(8, DecodePath::OpByOp, 0.006);
+    for (int i = 0; i < 100; ++i) QCOMPARE(c.pick(8), DecodePath::Fused);
+    QCOMPARE(QString::fromStdString(c.summary()), QString("8:fused"));
+  }
+
+  void eachBatchSizeOnItsOwn() {
+    DecodePathChooser c;
+    QCOMPARE(run(c, 1, 50, 0.001, 0.009), DecodePathChooser::kTries);
+    QCOMPARE(run(c, 32, 50, 0.020, 0.010), 50 - DecodePathChooser::kTries);
+    QCOMPARE(QString::fromStdString(c.summary()), QString("1:fused 32:op-by-op"));
+  }
+
+  // The machine changes (another process, a larger context): the choice follows, by re-measuring.
+  void measuresAgainLaterAndLessOften() {
+    DecodePathChooser c;
+    run(c, 4, 500, 0.001, 0.002);
+    QCOMPARE(QString::fromStdString(c.summary()), QString("4:fused"));
+    run(c, 4, 100, 0.003, 0.002);  // the re-check at step 512 sees the change
+    QCOMPARE(QString::fromStdString(c.summary()), QString("4:op-by-op"));
+    const int slowTries = run(c, 4, 4000, 0.003, 0.002);
+    QCOMPARE(slowTries, 4000 - 2 * DecodePathChooser::kTries);  // re-checks at +1024 and +2048 only
+  }
+};
+
+QTEST_GUILESS_MAIN(TestDecodePathChooser)
+#include "test_decode_path_chooser.moc"
