@@ -15,7 +15,6 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -26,6 +25,7 @@
 #include "core/infer/runtime_lora.h"
 #include "core/model/llama.h"
 #include "tests/model/tiny_llama.h"
+#include "tests/support/cli_runner.h"
 
 using namespace crosslab;
 using crosslab::testing::TinyLlamaSpec;
@@ -35,13 +35,9 @@ namespace {
 using Logits = std::vector<std::vector<float>>;  // [step][row * vocab + v]
 
 QByteArray runReference(const QStringList& args) {
-  QProcess p;
-  p.start(PYTHON3, QStringList{REF_LLAMA_PY} + args);
-  if (!p.waitForFinished(600000) || p.exitCode() != 0) {
-    qWarning() << p.readAllStandardError();
-    return {};
-  }
-  return p.readAllStandardOutput();
+  const auto r = crosslab::testing::runProgram(PYTHON3, QStringList{REF_LLAMA_PY} + args);
+  if (r.code != 0) qWarning() << r.err;
+  return r.out;
 }
 
 std::vector<float> readFloats(const QString& path) {

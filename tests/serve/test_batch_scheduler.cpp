@@ -8,7 +8,6 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -19,6 +18,7 @@
 #include "core/infer/batch_scheduler.h"
 #include "core/infer/local_engine.h"
 #include "tests/serve/serve_fixture.h"
+#include "tests/support/cli_runner.h"
 
 using namespace crosslab;
 
@@ -89,14 +89,13 @@ std::vector<std::vector<int32_t>> referenceGreedy(const std::string& dir, const 
   QStringList args = {REF_LLAMA_PY, QString::fromStdString(dir), QString::fromUtf8(QJsonDocument(all).toJson(QJsonDocument::Compact)),
                       "--greedy", QString::number(n)};
   if (!adapter.empty()) args << "--adapter" << QString::fromStdString(adapter);
-  QProcess p;
-  p.start(PYTHON3, args);
-  if (!p.waitForFinished(600000) || p.exitCode() != 0) {
-    qWarning() << p.readAllStandardError();
+  const auto run = testing::runProgram(PYTHON3, args);
+  if (run.code != 0) {
+    qWarning() << run.err;
     return {};
   }
   std::vector<std::vector<int32_t>> out;
-  for (const auto r : QJsonDocument::fromJson(p.readAllStandardOutput()).object().value("batch").toArray()) {
+  for (const auto r : QJsonDocument::fromJson(run.out).object().value("batch").toArray()) {
     out.emplace_back();
     for (const auto id : r.toObject().value("ids").toArray()) out.back().push_back(int32_t(id.toInt()));
   }
