@@ -148,16 +148,9 @@ std::map<std::int64_t, std::map<std::string, StoredVerdict>> EvalStore::currentV
   return out;
 }
 
-std::string EvalStore::setting(const std::string& key) {
-  auto s = lab_.db().prepare("SELECT value FROM settings WHERE key = ?1");
-  s.bind(1, key);
-  return s.step() ? s.text(0) : std::string();
-}
+std::string EvalStore::setting(const std::string& key) { return lab_.setting(key); }
 
-void EvalStore::setSetting(const std::string& key, const std::string& value) {
-  lab_.db().prepare("INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = ?2")
-      .bind(1, key).bind(2, value).run();
-}
+void EvalStore::setSetting(const std::string& key, const std::string& value) { lab_.setSetting(key, value); }
 
 void EvalStore::setPublishedScore(const std::string& model, double score) {
   setSetting(kPublishedPrefix + model, std::to_string(score));

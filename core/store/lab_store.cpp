@@ -271,4 +271,15 @@ std::int64_t LabStore::addEvent(std::optional<std::int64_t> runId, std::optional
   return id;
 }
 
+std::string LabStore::setting(const std::string& key) {
+  auto s = db_.prepare("SELECT value FROM settings WHERE key = ?1");
+  s.bind(1, key);
+  return s.step() ? s.text(0) : std::string();
+}
+
+void LabStore::setSetting(const std::string& key, const std::string& value) {
+  db_.prepare("INSERT INTO settings (key, value) VALUES (?1, ?2) ON CONFLICT(key) DO UPDATE SET value = ?2")
+      .bind(1, key).bind(2, value).run();
+}
+
 }  // namespace crosslab::store

@@ -83,6 +83,11 @@ class LabStore {
   // Metrics rows of a run with step > afterStep, in step order (live charts poll this).
   std::vector<MetricRow> metricsAfter(std::int64_t runId, std::int64_t afterStep);
 
+  // Lab-scoped key/value settings (the settings table): choices that belong to the lab,
+  // not to the user (a panel's provider URL and team, …). "" when unset.
+  std::string setting(const std::string& key);
+  void setSetting(const std::string& key, const std::string& value);
+
   std::int64_t addEvent(std::optional<std::int64_t> runId, std::optional<std::int64_t> boxId,
                         const std::string& type, const std::string& message,
                         const std::string& dataJson = {});

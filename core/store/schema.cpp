@@ -185,6 +185,31 @@ CREATE TABLE timeline (
 CREATE INDEX timeline_venue ON timeline(venue_id, at);
 )sql";
 
+// Schema 4 (venues money): a box life carries everything needed to end it (provider,
+// API URL, key variable — team is from schema 3); timeline rows may belong to a life
+// and say where they came from (crosslab saw it, a person entered it, a file imported
+// it); every offers fetch is kept as a probe (what, at what price, when). Lives recorded
+// before this had a provider VM only from Hot Aisle.
+constexpr std::string_view kSchema4 = R"sql(
+ALTER TABLE boxes ADD COLUMN provider TEXT;
+ALTER TABLE boxes ADD COLUMN api_url TEXT;
+ALTER TABLE boxes ADD COLUMN api_key_env TEXT;
+UPDATE boxes SET provider = 'hotaisle' WHERE provider_vm IS NOT NULL AND provider IS NULL;
+ALTER TABLE timeline ADD COLUMN box_id INTEGER REFERENCES boxes(id) ON DELETE SET NULL;
+ALTER TABLE timeline ADD COLUMN source TEXT NOT NULL DEFAULT 'crosslab'
+  CHECK (source IN ('crosslab', 'entered', 'imported'));
+CREATE TABLE probes (
+  id INTEGER PRIMARY KEY,
+  venue_id INTEGER NOT NULL REFERENCES venues(id) ON DELETE CASCADE,
+  at TEXT NOT NULL,
+  availability TEXT NOT NULL,
+  price_per_hour REAL,
+  offers_json TEXT NOT NULL,
+  note TEXT
+);
+CREATE INDEX probes_venue ON probes(venue_id, at);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -192,6 +217,7 @@ const std::vector<Migration>& migrations() {
       {1, "lab tables", kSchema1},
       {2, "metrics.tokens_per_s, settings", kSchema2},
       {3, "boxes.key_file/provider_vm/team, venues.quota, timeline", kSchema3},
+      {4, "boxes.provider/api_url/api_key_env, timeline.box_id/source, probes", kSchema4},
   };
   return all;
 }
@@ -201,7 +227,7 @@ int currentSchemaVersion() { return migrations().back().version; }
 const std::vector<std::string_view>& labTables() {
   static const std::vector<std::string_view> tables = {
       "labs",    "venues",   "boxes",   "runs",   "metrics", "events",   "benchmarks",
-      "benchmark_levels", "samples", "verdicts", "ledger", "friction", "settings", "timeline"};
+      "benchmark_levels", "samples", "verdicts", "ledger", "friction", "settings", "timeline", "probes"};
   return tables;
 }
 

@@ -38,8 +38,16 @@ MeterReading meterReading(double pricePerHour, int minMinutes, double startEpoch
 
 TimelineSummary summarizeTimeline(std::vector<Milestone> milestones, double idleGapSeconds) {
   TimelineSummary s;
+  milestones.erase(std::remove_if(milestones.begin(), milestones.end(),
+                                  [](const Milestone& m) { return m.name == milestone::kDeleted; }),
+                   milestones.end());
+  std::stable_sort(milestones.begin(), milestones.end(),
+                   [](const Milestone& a, const Milestone& b) { return a.at < b.at; });
+  auto token = std::find_if(milestones.begin(), milestones.end(),
+                            [](const Milestone& m) { return m.name == milestone::kFirstToken; });
+  if (token != milestones.end()) milestones.erase(token + 1, milestones.end());
+  s.milestones = static_cast<int>(milestones.size());
   if (milestones.size() < 2) return s;
-  std::sort(milestones.begin(), milestones.end(), [](const Milestone& a, const Milestone& b) { return a.at < b.at; });
   s.elapsedSeconds = milestones.back().at - milestones.front().at;
   for (size_t i = 1; i < milestones.size(); ++i) {
     const double gap = milestones[i].at - milestones[i - 1].at;

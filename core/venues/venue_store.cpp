@@ -11,7 +11,8 @@ constexpr const char* kBoxColumns =
     "b.id, b.venue_id, v.name, b.name, IFNULL(b.host,''), IFNULL(b.port,22), IFNULL(b.ssh_user,''), "
     "IFNULL(b.key_file,''), IFNULL(b.gpu_model,''), IFNULL(b.gpu_count,0), b.price_per_hour, "
     "IFNULL(b.min_minutes,0), b.state, IFNULL(b.provisioned_at,''), IFNULL(b.ready_at,''), "
-    "IFNULL(b.deleted_at,''), IFNULL(b.provider_vm,''), IFNULL(b.team,'') "
+    "IFNULL(b.deleted_at,''), IFNULL(b.provider_vm,''), IFNULL(b.team,''), IFNULL(b.provider,''), "
+    "IFNULL(b.api_url,''), IFNULL(b.api_key_env,'') "
     "FROM boxes b JOIN venues v ON v.id = b.venue_id ";
 
 BoxRow readBox(store::Statement& st) {
@@ -34,6 +35,9 @@ BoxRow readBox(store::Statement& st) {
   b.deletedAt = st.text(15);
   b.providerVm = st.text(16);
   b.team = st.text(17);
+  b.provider = st.text(18);
+  b.apiUrl = st.text(19);
+  b.apiKeyEnv = st.text(20);
   return b;
 }
 
@@ -103,12 +107,14 @@ std::int64_t VenueStore::addBox(const BoxRow& box) {
   store::Transaction tx(db);
   auto st = db.prepare(
       "INSERT INTO boxes(venue_id, name, host, port, ssh_user, key_file, gpu_model, gpu_count, price_per_hour, "
-      "min_minutes, state, provisioned_at, ready_at, provider_vm, team) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
+      "min_minutes, state, provisioned_at, ready_at, provider_vm, team, provider, api_url, api_key_env) "
+      "VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)");
   st.bind(1, box.venueId).bind(2, box.name).bind(3, nonEmpty(box.host)).bind(4, box.port).bind(5, nonEmpty(box.user));
   st.bind(6, nonEmpty(box.keyFile)).bind(7, nonEmpty(box.gpuModel)).bind(8, box.gpuCount).bind(9, box.pricePerHour);
   st.bind(10, box.minMinutes).bind(11, box.state);
   st.bind(12, box.provisionedAt.empty() ? store::utcNow() : box.provisionedAt);
-  st.bind(13, nonEmpty(box.readyAt)).bind(14, nonEmpty(box.providerVm)).bind(15, nonEmpty(box.team)).run();
+  st.bind(13, nonEmpty(box.readyAt)).bind(14, nonEmpty(box.providerVm)).bind(15, nonEmpty(box.team));
+  st.bind(16, nonEmpty(box.provider)).bind(17, nonEmpty(box.apiUrl)).bind(18, nonEmpty(box.apiKeyEnv)).run();
   const auto id = db.lastInsertId();
   tx.commit();
   return id;
@@ -118,6 +124,13 @@ std::optional<BoxRow> VenueStore::activeBox(const std::string& name) {
   auto st = lab_.db().prepare(std::string("SELECT ") + kBoxColumns +
                               "WHERE b.name = ? AND b.deleted_at IS NULL ORDER BY b.id DESC LIMIT 1");
   st.bind(1, name);
+  if (!st.step()) return std::nullopt;
+  return readBox(st);
+}
+
+std::optional<BoxRow> VenueStore::box(std::int64_t boxId) {
+  auto st = lab_.db().prepare(std::string("SELECT ") + kBoxColumns + "WHERE b.id = ?");
+  st.bind(1, boxId);
   if (!st.step()) return std::nullopt;
   return readBox(st);
 }
@@ -148,23 +161,32 @@ MeterReading VenueStore::meter(const BoxRow& box, double nowEpoch) const {
   return meterReading(*box.pricePerHour, box.minMinutes, *start, end);
 }
 
-double VenueStore::endBox(std::int64_t boxId, const std::string& finalState, double endEpoch) {
+LifeEnd VenueStore::endBox(std::int64_t boxId, const std::string& finalState, double endEpoch) {
   auto& db = lab_.db();
-  store::Transaction tx(db);
+  store::Transaction tx(db);  // BEGIN IMMEDIATE: two enders serialize here
   auto up = db.prepare("UPDATE boxes SET state = ?, deleted_at = ? WHERE id = ? AND deleted_at IS NULL");
   up.bind(1, finalState).bind(2, formatUtc(endEpoch)).bind(3, boxId).run();
+  const bool endedNow = db.scalarInt("SELECT changes()") == 1;
   auto sel = db.prepare(std::string("SELECT ") + kBoxColumns + "WHERE b.id = ?");
   sel.bind(1, boxId);
   if (!sel.step()) throw std::runtime_error("no box with id " + std::to_string(boxId));
   const BoxRow box = readBox(sel);
-  const MeterReading m = meter(box, endEpoch);
-  if (box.pricePerHour) {
-    auto led = db.prepare("INSERT INTO ledger(box_id, at, category, usd, minutes, note) VALUES (?,?,'compute',?,?,?)");
-    led.bind(1, boxId).bind(2, box.deletedAt).bind(3, m.usd).bind(4, m.billedHours * 60.0);
-    led.bind(5, "box life " + box.name + " (" + std::to_string(box.minMinutes) + " min minimum)").run();
+  LifeEnd end{endedNow, box.state, box.deletedAt, meter(box, endEpoch).usd};
+  if (endedNow) {
+    bookLife(box, endEpoch);
+    addMilestoneTx(box.venue, milestone::kDeleted, box.deletedAt, finalState, box.id, "crosslab");
   }
   tx.commit();
-  return m.usd;
+  return end;
+}
+
+// The one place a life's compute is booked (inside endBox's transaction).
+void VenueStore::bookLife(const BoxRow& box, double endEpoch) {
+  if (!box.pricePerHour) return;
+  const MeterReading m = meter(box, endEpoch);
+  auto led = lab_.db().prepare("INSERT INTO ledger(box_id, at, category, usd, minutes, note) VALUES (?,?,'compute',?,?,?)");
+  led.bind(1, box.id).bind(2, box.deletedAt).bind(3, m.usd).bind(4, m.billedHours * 60.0);
+  led.bind(5, "box life " + box.name + " (" + std::to_string(box.minMinutes) + " min minimum)").run();
 }
 
 double VenueStore::idleSeconds(const BoxRow& box, double nowEpoch) {
@@ -180,22 +202,37 @@ void VenueStore::touchBox(std::int64_t boxId, const std::string& type, const std
 }
 
 void VenueStore::addMilestone(const std::string& venue, const std::string& milestone, const std::string& atIso,
-                              const std::string& note) {
-  if (!parseUtc(atIso)) throw std::invalid_argument("not an ISO-8601 UTC time: " + atIso);
-  auto& db = lab_.db();
-  store::Transaction tx(db);
-  const auto venueId = ensureVenue(venue, "cloud");
-  auto st = db.prepare("INSERT INTO timeline(venue_id, milestone, at, note) VALUES (?,?,?,?)");
-  st.bind(1, venueId).bind(2, milestone).bind(3, atIso).bind(4, nonEmpty(note)).run();
+                              const std::string& note, std::int64_t boxId, const std::string& source) {
+  store::Transaction tx(lab_.db());
+  addMilestoneTx(venue, milestone, atIso, note, boxId, source);
   tx.commit();
+}
+
+void VenueStore::addMilestones(const std::string& venue, const std::vector<Milestone>& milestones) {
+  store::Transaction tx(lab_.db());
+  for (const auto& m : milestones) addMilestoneTx(venue, m.name, formatUtc(m.at), m.note, m.boxId, m.source);
+  tx.commit();
+}
+
+void VenueStore::addMilestoneTx(const std::string& venue, const std::string& milestone, const std::string& atIso,
+                                const std::string& note, std::int64_t boxId, const std::string& source) {
+  if (!parseUtc(atIso)) throw std::invalid_argument("not an ISO-8601 UTC time: " + atIso);
+  if (milestone.empty()) throw std::invalid_argument("a milestone needs a name");
+  if (source != "crosslab" && source != "entered" && source != "imported")
+    throw std::invalid_argument("a milestone's source is crosslab, entered or imported, not " + source);
+  const auto venueId = ensureVenue(venue, "cloud");
+  auto st = lab_.db().prepare("INSERT INTO timeline(venue_id, milestone, at, note, box_id, source) VALUES (?,?,?,?,?,?)");
+  st.bind(1, venueId).bind(2, milestone).bind(3, atIso).bind(4, nonEmpty(note));
+  st.bind(5, boxId > 0 ? std::optional<std::int64_t>(boxId) : std::nullopt).bind(6, source).run();
 }
 
 std::vector<Milestone> VenueStore::timeline(const std::string& venue) {
   auto st = lab_.db().prepare(
-      "SELECT t.milestone, t.at FROM timeline t JOIN venues v ON v.id = t.venue_id WHERE v.name = ? ORDER BY t.at");
+      "SELECT t.milestone, t.at, t.source, IFNULL(t.box_id, 0), IFNULL(t.note, '') FROM timeline t "
+      "JOIN venues v ON v.id = t.venue_id WHERE v.name = ? ORDER BY t.at, t.id");
   st.bind(1, venue);
   std::vector<Milestone> out;
-  while (st.step()) out.push_back({st.text(0), parseUtc(st.text(1)).value_or(0)});
+  while (st.step()) out.push_back({st.text(0), parseUtc(st.text(1)).value_or(0), st.text(2), st.int64(3), st.text(4)});
   return out;
 }
 
@@ -211,6 +248,48 @@ bool VenueStore::noteMilestoneOnce(const std::string& venue, const std::string& 
   if (st.step() && st.int64(0) > 0) return false;
   addMilestone(venue, milestone, store::utcNow());
   return true;
+}
+
+bool VenueStore::noteLifeMilestone(const BoxRow& box, const std::string& milestone, const std::string& note) {
+  auto& db = lab_.db();
+  store::Transaction tx(db);
+  auto st = db.prepare("SELECT count(*) FROM timeline WHERE box_id = ? AND milestone = ?");
+  st.bind(1, box.id).bind(2, milestone);
+  if (st.step() && st.int64(0) > 0) return false;
+  addMilestoneTx(box.venue.empty() ? box.name : box.venue, milestone, store::utcNow(), note, box.id, "crosslab");
+  tx.commit();
+  return true;
+}
+
+std::int64_t VenueStore::recordProbe(const ProbeRow& probe, const std::string& accelerators) {
+  if (probe.venue.empty()) throw std::invalid_argument("a probe needs a venue");
+  const std::string at = probe.at.empty() ? store::utcNow() : probe.at;
+  if (!parseUtc(at)) throw std::invalid_argument("not an ISO-8601 UTC time: " + at);
+  auto& db = lab_.db();
+  store::Transaction tx(db);
+  const auto venueId = ensureVenue(probe.venue, "cloud", probe.venue);
+  auto ins = db.prepare(
+      "INSERT INTO probes(venue_id, at, availability, price_per_hour, offers_json, note) VALUES (?,?,?,?,?,?)");
+  ins.bind(1, venueId).bind(2, at).bind(3, probe.availability).bind(4, probe.pricePerHour);
+  ins.bind(5, probe.offersJson.empty() ? std::string("[]") : probe.offersJson).bind(6, nonEmpty(probe.note)).run();
+  const auto id = db.lastInsertId();
+  auto up = db.prepare(
+      "UPDATE venues SET availability = ?, price_per_hour = ?, accelerator = COALESCE(?, accelerator), "
+      "probed_at = ?, notes = ? WHERE id = ?");
+  up.bind(1, probe.availability).bind(2, probe.pricePerHour).bind(3, nonEmpty(accelerators)).bind(4, at);
+  up.bind(5, nonEmpty(probe.note)).bind(6, venueId).run();
+  tx.commit();
+  return id;
+}
+
+std::vector<ProbeRow> VenueStore::probes(const std::string& venue) {
+  auto st = lab_.db().prepare(
+      "SELECT p.id, v.name, p.at, p.availability, p.price_per_hour, p.offers_json, IFNULL(p.note, '') FROM probes p "
+      "JOIN venues v ON v.id = p.venue_id WHERE v.name = ? ORDER BY p.at, p.id");
+  st.bind(1, venue);
+  std::vector<ProbeRow> out;
+  while (st.step()) out.push_back({st.int64(0), st.text(1), st.text(2), st.text(3), st.optReal(4), st.text(5), st.text(6)});
+  return out;
 }
 
 }  // namespace crosslab::venues

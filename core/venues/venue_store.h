@@ -37,8 +37,32 @@ struct BoxRow {
   std::optional<double> pricePerHour;
   int minMinutes = 0;
   std::string provisionedAt, readyAt, deletedAt;
-  std::string providerVm, team;  // the provider's VM name and team (cloud boxes)
+  // Everything needed to end a rented VM again, whatever the panel's form says by then:
+  // provider ("hotaisle"), the API base URL it was rented through (empty: the provider's
+  // default), the team, the VM's name there, and the environment variable holding the key.
+  std::string provider, apiUrl, team, providerVm, apiKeyEnv;
   bool active() const { return deletedAt.empty(); }
+  bool rented() const { return !providerVm.empty(); }
+  bool billing() const { return active() && pricePerHour.has_value() && *pricePerHour > 0; }
+};
+
+// How a life ended. A life is ended (and its compute booked) exactly once: whoever
+// ends it first books it; a second end changes nothing and says so.
+struct LifeEnd {
+  bool endedNow = false;  // false: it had already ended (state and time from then)
+  std::string state, endedAt;
+  double usd = 0;         // the life's metered cost
+};
+
+// One offers fetch: what a provider offered, at what price, when.
+struct ProbeRow {
+  std::int64_t id = 0;
+  std::string venue;  // "hotaisle"
+  std::string at;
+  std::string availability = "available";
+  std::optional<double> pricePerHour;  // the cheapest VM offered
+  std::string offersJson;              // [{gpu_model, gpu_count, price_per_hour, min_minutes, quantity}, …]
+  std::string note;                    // "2 offer(s), 4 VM(s) on the shelf, MI300X from $2.99/GPU-h"
 };
 
 class VenueStore {
@@ -50,31 +74,46 @@ class VenueStore {
   // Upserts a ladder rung by name (probe result or manual entry); stamps probed_at when empty.
   std::int64_t recordLadder(VenueRow row);
   std::vector<VenueRow> venues();
+  // Records a probe and brings the venue's ladder rung up to date with it (availability,
+  // cheapest price, accelerators, when, what). One transaction.
+  std::int64_t recordProbe(const ProbeRow& probe, const std::string& accelerators);
+  std::vector<ProbeRow> probes(const std::string& venue);
 
   // A new box life. Refuses a second active box with the same name.
   std::int64_t addBox(const BoxRow& box);
   std::optional<BoxRow> activeBox(const std::string& name);
   std::vector<BoxRow> boxes(bool includeEnded = false);
+  std::optional<BoxRow> box(std::int64_t boxId);
   void setBoxState(std::int64_t boxId, const std::string& state);
   void markReady(std::int64_t boxId, const std::string& host);
-  // Ends the life (deleted/removed), books its metered cost in the ledger; returns USD.
-  double endBox(std::int64_t boxId, const std::string& finalState, double endEpoch);
+  // Ends the life (deleted/removed) and books its metered cost in the ledger, once: a
+  // life another process (or an earlier call) already ended is left as it is.
+  LifeEnd endBox(std::int64_t boxId, const std::string& finalState, double endEpoch);
   // Live cost of a box life at `nowEpoch` (ended lives stop at deleted_at).
   MeterReading meter(const BoxRow& box, double nowEpoch) const;
   // Seconds since the box last did something (event rows: exec, transfer, run), or since ready.
   double idleSeconds(const BoxRow& box, double nowEpoch);
 
+  // `source`: crosslab (seen by crosslab), entered (typed by a person), imported.
   void addMilestone(const std::string& venue, const std::string& milestone, const std::string& atIso,
-                    const std::string& note = {});
+                    const std::string& note = {}, std::int64_t boxId = 0, const std::string& source = "crosslab");
+  // Several at once (an import): all recorded or none.
+  void addMilestones(const std::string& venue, const std::vector<Milestone>& milestones);
   std::vector<Milestone> timeline(const std::string& venue);
   // Records `milestone` now unless the venue already has it at or after `sinceIso`
   // (once per box life: "ssh ready" on the first successful login). True when recorded.
   bool noteMilestoneOnce(const std::string& venue, const std::string& milestone, const std::string& sinceIso);
+  // Once per box life: records `milestone` for the box's venue, tied to the
+  // life, unless that life already has it. True when recorded.
+  bool noteLifeMilestone(const BoxRow& box, const std::string& milestone, const std::string& note = {});
 
   // Records activity on a box (resets the idle clock) without a run.
   void touchBox(std::int64_t boxId, const std::string& type, const std::string& message);
 
  private:
+  void bookLife(const BoxRow& box, double endEpoch);
+  void addMilestoneTx(const std::string& venue, const std::string& milestone, const std::string& atIso,
+                      const std::string& note, std::int64_t boxId, const std::string& source);
   store::LabStore& lab_;
 };
 

@@ -14,6 +14,7 @@
 #include "core/venues/preflight.h"
 #include "core/venues/secret_guard.h"
 #include "core/venues/serve_command.h"
+#include "core/venues/timeline_file.h"
 #include "core/venues/venue_store.h"
 
 using namespace crosslab::venues;
@@ -153,10 +154,20 @@ class TestVenuesCore : public QObject {
     QVERIFY_THROWS_EXCEPTION(std::runtime_error, store.addBox(b));  // same active name
     store.markReady(id, "10.0.0.2");
     QCOMPARE(QString::fromStdString(store.activeBox("box-1")->host), QString("10.0.0.2"));
-    const double usd = store.endBox(id, "deleted", *parseUtc("2026-11-29T12:30:00Z"));
-    QCOMPARE(usd, 5.98 * 2.5);
+    const auto end = store.endBox(id, "deleted", *parseUtc("2026-11-29T12:30:00Z"));
+    QVERIFY(end.endedNow);
+    QCOMPARE(end.usd, 5.98 * 2.5);
     QVERIFY(!store.activeBox("box-1"));
     QCOMPARE(lab.db().scalarInt("SELECT count(*) FROM ledger WHERE category = 'compute'"), std::int64_t{1});
+    // A second end (the window after the shell deleted it) books nothing and says so.
+    const auto again = store.endBox(id, "deleted", *parseUtc("2026-11-29T13:00:00Z"));
+    QVERIFY(!again.endedNow);
+    QCOMPARE(QString::fromStdString(again.endedAt), QString("2026-11-29T12:30:00Z"));
+    QCOMPARE(again.usd, 5.98 * 2.5);
+    QCOMPARE(lab.db().scalarInt("SELECT count(*) FROM ledger WHERE category = 'compute'"), std::int64_t{1});
+    QCOMPARE(lab.db().scalarInt("SELECT count(*) FROM timeline WHERE milestone = 'deleted' AND box_id = " +
+                                std::to_string(id)),
+             std::int64_t{1});
     store.addBox(b);  // a second life of the same name is fine once the first ended
     QCOMPARE(store.boxes(true).size(), size_t{2});
 
@@ -166,7 +177,119 @@ class TestVenuesCore : public QObject {
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, store.addMilestone("hotaisle", "x", "later"));
     QVERIFY(store.noteMilestoneOnce("hotaisle", "first login", "2026-11-29T10:00:00Z"));
     QVERIFY(!store.noteMilestoneOnce("hotaisle", "first login", "2026-11-29T10:00:00Z"));  // once per life
-    QCOMPARE(store.timeline("hotaisle").size(), size_t{3});
+    QCOMPARE(store.timeline("hotaisle").size(), size_t{4});  // + the first life's "deleted"
+  }
+
+  void aLifeIsBookedOnceWhenTwoProcessesEndIt() {
+    const auto dirPath = dir("twoenders");
+    {
+      auto lab = crosslab::store::LabStore::create(dirPath, "t");
+      VenueStore store(lab);
+      BoxRow b;
+      b.venueId = store.ensureVenue("hotaisle", "cloud", "hotaisle");
+      b.name = b.providerVm = "vm-9";
+      b.pricePerHour = 2.99;
+      b.minMinutes = 1;
+      b.provider = "hotaisle";
+      b.apiUrl = "http://127.0.0.1:1/api";
+      b.team = "lab";
+      b.apiKeyEnv = "MY_KEY";
+      store.addBox(b);
+    }
+    // Two connections (the window and a shell) end the same life.
+    auto a = crosslab::store::LabStore::open(dirPath);
+    auto c = crosslab::store::LabStore::open(dirPath);
+    VenueStore sa(a), sc(c);
+    const auto box = sa.activeBox("vm-9");
+    QVERIFY(box);
+    QCOMPARE(QString::fromStdString(box->apiUrl), QString("http://127.0.0.1:1/api"));  // what ends it travels with it
+    QCOMPARE(QString::fromStdString(box->apiKeyEnv), QString("MY_KEY"));
+    QCOMPARE(QString::fromStdString(box->provider), QString("hotaisle"));
+    const double t = *parseUtc(box->provisionedAt) + 600;
+    const auto first = sc.endBox(box->id, "deleted", t);
+    const auto second = sa.endBox(box->id, "deleted", t + 60);
+    QVERIFY(first.endedNow && !second.endedNow);
+    QCOMPARE(a.db().scalarInt("SELECT count(*) FROM ledger"), std::int64_t{1});
+    QCOMPARE(second.usd, first.usd);
+  }
+
+  void probesUpdateTheLadderAndKeepTheirHistory() {
+    auto lab = crosslab::store::LabStore::create(dir("probes"), "t");
+    VenueStore store(lab);
+    ProbeRow p;
+    p.venue = "hotaisle";
+    p.at = "2026-01-01T22:38:00Z";
+    p.pricePerHour = 2.99;
+    p.offersJson = R"([{"gpu_model":"MI300X","gpu_count":1,"price_per_hour":2.99}])";
+    p.note = "1 offer(s)";
+    store.recordProbe(p, "MI300X");
+    p.at = "2026-01-02T10:00:00Z";
+    p.availability = "not_available";
+    p.pricePerHour.reset();
+    p.note = "nothing on the shelf";
+    store.recordProbe(p, "");
+    const auto probes = store.probes("hotaisle");
+    QCOMPARE(probes.size(), size_t{2});
+    QCOMPARE(*probes[0].pricePerHour, 2.99);
+    const auto rung = store.venues().at(0);
+    QCOMPARE(QString::fromStdString(rung.availability), QString("not_available"));
+    QCOMPARE(QString::fromStdString(rung.probedAt), QString("2026-01-02T10:00:00Z"));
+    QCOMPARE(QString::fromStdString(rung.accelerator), QString("MI300X"));  // kept when a probe names none
+  }
+
+  void timelineFilesImportAllOrNothing() {
+    const auto jsonl = parseTimelineFile(
+        "# the seed lab\n{\"milestone\": \"account created\", \"at\": \"2026-01-01T00:45:14Z\"}\n"
+        "{\"milestone\": \"key minted\", \"at\": \"2026-01-01T22:30:00Z\", \"note\": \"from the console\"}\n");
+    QCOMPARE(jsonl.size(), size_t{2});
+    QCOMPARE(QString::fromStdString(jsonl[1].note), QString("from the console"));
+    QCOMPARE(QString::fromStdString(jsonl[1].source), QString("imported"));
+    const auto text = parseTimelineFile("2026-01-01T22:39:40Z  provision request\n2026-01-01T22:42:00Z,ssh ready\n");
+    QCOMPARE(text.size(), size_t{2});
+    QCOMPARE(QString::fromStdString(text[1].name), QString("ssh ready"));
+    const auto cli = parseTimelineFile(
+        R"({"venue":"hotaisle","milestones":[{"milestone":"first token","at":"2026-01-01T22:47:00Z"}]})");
+    QCOMPARE(cli.size(), size_t{1});
+    try {
+      parseTimelineFile("2026-01-01T22:39:40Z  provision request\nyesterday  key minted\n");
+      QFAIL("a bad line was accepted");
+    } catch (const std::invalid_argument& e) {
+      QVERIFY2(QString(e.what()).startsWith("line 2:"), e.what());
+    }
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, parseTimelineFile("\n# nothing\n"));
+    // Recorded all at once or not at all.
+    auto lab = crosslab::store::LabStore::create(dir("tl"), "t");
+    VenueStore store(lab);
+    auto bad = jsonl;
+    bad.push_back({"x", 0, "imported"});
+    bad.back().name.clear();
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, store.addMilestones("hotaisle", bad));
+    QCOMPARE(store.timeline("hotaisle").size(), size_t{0});
+    store.addMilestones("hotaisle", jsonl);
+    QCOMPARE(store.timeline("hotaisle").size(), size_t{2});
+    QCOMPARE(QString::fromStdString(store.timeline("hotaisle")[0].source), QString("imported"));
+  }
+
+  void timelineSummaryStopsAtTheFirstToken() {
+    std::vector<Milestone> t = {{"provision request", *parseUtc("2026-01-01T22:39:40Z")},
+                                {"running", *parseUtc("2026-01-01T22:40:10Z")},
+                                {"first token", *parseUtc("2026-01-01T22:47:00Z")},
+                                {"deleted", *parseUtc("2026-01-01T23:30:00Z")}};
+    const auto s = summarizeTimeline(t);
+    QCOMPARE(s.elapsedSeconds, 7 * 60 + 20.0);
+    QCOMPARE(s.milestones, 3);
+  }
+
+  void labSettingsPersist() {
+    const auto p = dir("settings");
+    {
+      auto lab = crosslab::store::LabStore::create(p, "t");
+      lab.setSetting("venues.team", "lab");
+      lab.setSetting("venues.team", "other");
+    }
+    auto lab = crosslab::store::LabStore::open(p);
+    QCOMPARE(QString::fromStdString(lab.setting("venues.team")), QString("other"));
+    QCOMPARE(QString::fromStdString(lab.setting("venues.nothing")), QString());
   }
 
   void llamaFactoryYamlHasTheDocumentedKeys() {
