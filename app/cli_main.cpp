@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "cli/commands.h"
+#include "backends/qt_messages.h"
 
 int main(int argc, char** argv) {
   // Commands that use Qt Network need an application object; it needs no display.
@@ -19,6 +20,7 @@ int main(int argc, char** argv) {
   logger->set_level(spdlog::level::warn);
   if (const char* level = std::getenv("CROSSLAB_LOG")) logger->set_level(spdlog::level::from_str(level));
   spdlog::set_default_logger(logger);
+  crosslab::backends::routeQtMessagesToLog();  // Qt's internal warnings are not the user's business
 
   const auto commands = crosslab::cli::allCommands();
   std::vector<std::string> args(argv + 1, argv + argc);

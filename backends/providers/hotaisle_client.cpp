@@ -1,21 +1,13 @@
 #include "backends/providers/hotaisle_client.h"
 
-#include <QEventLoop>
-#include <QNetworkAccessManager>
-#include <QNetworkReply>
-#include <QNetworkRequest>
 #include <QThread>
-#include <QTimer>
 #include <QUrl>
-#include <spdlog/spdlog.h>
 
 #include <algorithm>
 #include <chrono>
 
 namespace crosslab::providers {
 namespace {
-
-bool retryable(int status) { return status == 429 || status >= 500; }
 
 int intOr(const nlohmann::json& j, const char* key, int fallback) {
   auto it = j.find(key);
@@ -32,12 +24,6 @@ std::string stringOr(const nlohmann::json& j, const char* key, const std::string
   return (it != j.end() && it->is_string()) ? *it->get_ptr<const std::string*>() : fallback;
 }
 
-std::string shortBody(const std::string& body) {
-  std::string s = body.substr(0, 200);
-  std::replace(s.begin(), s.end(), '\n', ' ');
-  return s;
-}
-
 }  // namespace
 
 nlohmann::json Offer::toJson() const {
@@ -51,57 +37,30 @@ HotAisleClient::HotAisleClient(HotAisleOptions options) : opt_(std::move(options
 }
 
 QString HotAisleClient::teamPath(const QString& rest) const {
-  if (opt_.team.isEmpty()) throw ProviderError("a Hot Aisle team handle is needed (--team)", 0);
+  if (opt_.team.isEmpty())
+    throw ProviderError("a Hot Aisle team handle is needed (--team)", 0, Failure::BadRequest, 0);
   return "/teams/" + QString::fromUtf8(QUrl::toPercentEncoding(opt_.team)) + rest;
 }
 
-HotAisleClient::Reply HotAisleClient::once(const char* method, const QString& path, const std::string& body,
-                                           QString* networkError, int* retryAfterS) {
-  QNetworkAccessManager nam;
-  QNetworkRequest req(QUrl(opt_.baseUrl + path));
-  req.setRawHeader("Authorization", "Token " + opt_.apiKey.toUtf8());
-  req.setRawHeader("accept", "application/json");
-  req.setHeader(QNetworkRequest::ContentTypeHeader, "application/json");
-  req.setTransferTimeout(opt_.timeoutMs);
-  QNetworkReply* reply = nam.sendCustomRequest(req, method, QByteArray::fromStdString(body));
-  QEventLoop loop;
-  QObject::connect(reply, &QNetworkReply::finished, &loop, &QEventLoop::quit);
-  loop.exec();
-  Reply r;
-  r.status = reply->attribute(QNetworkRequest::HttpStatusCodeAttribute).toInt();
-  r.body = reply->readAll().toStdString();
-  *retryAfterS = reply->rawHeader("Retry-After").toInt();
-  if (r.status == 0) *networkError = reply->errorString();
-  reply->deleteLater();
-  return r;
-}
-
-HotAisleClient::Reply HotAisleClient::request(const char* method, const QString& path, const std::string& body,
-                                              const std::vector<int>& okStatuses) {
-  int delayMs = opt_.backoffMs;
-  for (int attempt = 1;; ++attempt) {
-    QString netError;
-    int retryAfter = 0;
-    Reply r = once(method, path, body, &netError, &retryAfter);
-    const bool ok = std::find(okStatuses.begin(), okStatuses.end(), r.status) != okStatuses.end() ||
-                    (r.status >= 200 && r.status < 300);
-    if (ok) return r;
-    if (r.status == 401) throw ProviderError("Hot Aisle rejected the API key (HTTP 401): check the key", 401);
-    if (r.status == 403)
-      throw ProviderError("the Hot Aisle API key lacks permission for this request (HTTP 403)", 403);
-    const bool again = (r.status == 0 || retryable(r.status)) && attempt < opt_.maxAttempts;
-    if (!again) {
-      if (r.status == 0)
-        throw ProviderError("cannot reach Hot Aisle at " + opt_.baseUrl.toStdString() + ": " + netError.toStdString(), 0);
-      throw ProviderError(std::string(method) + " " + path.toStdString() + " failed: HTTP " +
-                              std::to_string(r.status) + " " + shortBody(r.body),
-                          r.status);
-    }
-    const int waitMs = retryAfter > 0 ? std::min(retryAfter, 60) * 1000 : delayMs;
-    spdlog::info("hotaisle: {} {} -> {}; retry {} in {} ms", method, path.toStdString(), r.status, attempt, waitMs);
-    QThread::msleep(static_cast<unsigned long>(waitMs));
-    delayMs = std::min(delayMs * 2, 30000);
-  }
+HttpReply HotAisleClient::request(const char* method, const QString& path, const std::string& body,
+                                  const std::vector<int>& okStatuses, bool repeatable) {
+  checkApiUrl(opt_.baseUrl, "Hot Aisle");
+  HttpCall call;
+  call.method = method;
+  call.url = opt_.baseUrl + path;
+  call.path = path;
+  call.body = body;
+  call.authorization = "Token " + opt_.apiKey.toUtf8();
+  call.repeatable = repeatable;
+  call.okStatuses = okStatuses;
+  call.provider = "Hot Aisle";
+  RequestBounds b;
+  b.attemptTimeoutMs = opt_.timeoutMs;
+  b.deadlineMs = opt_.deadlineMs;
+  b.maxAttempts = opt_.maxAttempts;
+  b.backoffMs = opt_.backoffMs;
+  b.cancel = opt_.cancel;
+  return boundedRequest(call, b);
 }
 
 std::vector<std::string> HotAisleClient::validateKey() {
@@ -141,54 +100,87 @@ Offer HotAisleClient::parseOffer(const nlohmann::json& j) {
 std::vector<Offer> HotAisleClient::offers() {
   const auto body = request("GET", teamPath("/virtual_machines/available/"), {}, {}).body;
   const auto j = nlohmann::json::parse(body, nullptr, false);
-  if (!j.is_array()) throw ProviderError("Hot Aisle returned offers that are not a JSON array", 200);
+  if (!j.is_array())
+    throw ProviderError("Hot Aisle returned offers that are not a JSON array", 200, Failure::BadReply);
   std::vector<Offer> out;
   for (const auto& o : j)
     if (o.is_object()) out.push_back(parseOffer(o));
   return out;
 }
 
-Vm HotAisleClient::provision(const Offer& offer) {
-  const auto body = request("POST", teamPath("/virtual_machines/"), offer.specs.dump(), {}).body;
-  const auto j = nlohmann::json::parse(body, nullptr, false);
-  if (!j.is_object() || !j.contains("name")) throw ProviderError("Hot Aisle's provision reply has no VM name", 200);
+Vm HotAisleClient::parseVm(const nlohmann::json& j) {
   Vm vm;
-  const auto& name = j.at("name");
-  vm.name = name.is_string() ? name.get<std::string>() : name.dump();
+  if (!j.is_object()) return vm;
+  if (auto it = j.find("name"); it != j.end() && !it->is_null()) vm.name = it->is_string() ? it->get<std::string>() : it->dump();
   vm.ipAddress = stringOr(j, "ip_address", "");
-  vm.state = stringOr(j, "state", "provisioning");
+  vm.state = stringOr(j, "state", "");
+  const auto specs = j.contains("Specs") ? j.at("Specs") : j.value("specs", nlohmann::json::object());
+  if (specs.is_object() && specs.contains("gpus") && specs.at("gpus").is_array())
+    for (const auto& g : specs.at("gpus")) {
+      if (vm.gpuModel.empty()) vm.gpuModel = stringOr(g, "model", "");
+      vm.gpuCount += intOr(g, "count", 0);
+    }
   return vm;
 }
 
+Vm HotAisleClient::provision(const Offer& offer) {
+  const auto body = request("POST", teamPath("/virtual_machines/"), offer.specs.dump(), {}, /*repeatable=*/false).body;
+  Vm vm = parseVm(nlohmann::json::parse(body, nullptr, false));
+  if (vm.name.empty())
+    throw ProviderError("Hot Aisle accepted the rent request but its reply names no VM: a VM may have been created",
+                        200, Failure::BadReply, 1, /*ambiguous=*/true);
+  if (vm.state.empty()) vm.state = "provisioning";
+  return vm;
+}
+
+std::vector<Vm> HotAisleClient::vms() {
+  const auto j = nlohmann::json::parse(request("GET", teamPath("/virtual_machines/"), {}, {}).body, nullptr, false);
+  // A plain array, or a paginated {"results": [...]} (Django REST framework's shape).
+  const nlohmann::json* list = &j;
+  if (j.is_object() && j.contains("results")) list = &j.at("results");
+  if (!list->is_array())
+    throw ProviderError("Hot Aisle returned a VM list that is not a JSON array", 200, Failure::BadReply);
+  std::vector<Vm> out;
+  for (const auto& v : *list)
+    if (Vm vm = parseVm(v); !vm.name.empty()) out.push_back(std::move(vm));
+  return out;
+}
+
 std::string HotAisleClient::state(const std::string& vmName) {
-  const auto body = request("GET", teamPath("/virtual_machines/" + QString::fromStdString(vmName) + "/state/"), {}, {}).body;
+  const QString vm = QString::fromUtf8(QUrl::toPercentEncoding(QString::fromStdString(vmName)));
+  const auto body = request("GET", teamPath("/virtual_machines/" + vm + "/state/"), {}, {}).body;
   const auto j = nlohmann::json::parse(body, nullptr, false);
   if (!j.is_object() || !j.contains("state") || !j.at("state").is_string())
-    throw ProviderError("Hot Aisle's state reply has no state", 200);
+    throw ProviderError("Hot Aisle's state reply has no state", 200, Failure::BadReply);
   return j.at("state").get<std::string>();
 }
 
 void HotAisleClient::waitRunning(const std::string& vmName, int pollMs, int timeoutSeconds,
                                  const std::atomic<bool>* cancel,
                                  const std::function<void(const std::string&)>& onState) {
+  if (!cancel) cancel = opt_.cancel;
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(timeoutSeconds);
   for (;;) {
     const std::string s = state(vmName);
     if (onState) onState(s);
     if (s == "running") return;
     if (s == "failed" || s == "error" || s == "deleted")
-      throw ProviderError("VM " + vmName + " went to state '" + s + "' instead of running", 200);
-    if (cancel && cancel->load()) throw ProviderError("cancelled while waiting for " + vmName, 0);
+      throw ProviderError("VM " + vmName + " went to state '" + s + "' instead of running", 200, Failure::BadReply);
+    if (cancel && cancel->load()) throw ProviderError("cancelled while waiting for " + vmName, 0, Failure::Cancelled);
     if (std::chrono::steady_clock::now() > deadline)
       throw ProviderError("VM " + vmName + " not running after " + std::to_string(timeoutSeconds) +
                               " s (last state '" + s + "'); it may still bill: delete it",
-                          0);
-    QThread::msleep(static_cast<unsigned long>(pollMs));
+                          0, Failure::NoAnswer);
+    // Sleep in short slices: Cancel answers within a fraction of a second.
+    for (const auto until = std::chrono::steady_clock::now() + std::chrono::milliseconds(pollMs);
+         std::chrono::steady_clock::now() < until && !(cancel && cancel->load());)
+      QThread::msleep(static_cast<unsigned long>(std::min(pollMs, 50)));
   }
 }
 
 bool HotAisleClient::remove(const std::string& vmName) {
-  const auto r = request("DELETE", teamPath("/virtual_machines/" + QString::fromStdString(vmName) + "/"), {}, {404});
+  const QString vm = QString::fromUtf8(QUrl::toPercentEncoding(QString::fromStdString(vmName)));
+  const auto r = request("DELETE", teamPath("/virtual_machines/" + vm + "/?force=true"), {}, {404});
   return r.status != 404;
 }
 

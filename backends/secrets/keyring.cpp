@@ -13,6 +13,12 @@ namespace {
 constexpr const char* kService = "crosslab";
 
 #ifdef CROSSLAB_HAVE_KEYCHAIN
+// qtkeychain's own text, unless it says nothing ("Unknown error").
+QString detail(const QString& text) {
+  if (text.isEmpty() || text.compare(QStringLiteral("Unknown error"), Qt::CaseInsensitive) == 0) return {};
+  return QStringLiteral(" (%1)").arg(text);
+}
+
 // Runs a keychain job to completion or timeout on a local event loop.
 KeyringReply runJob(QKeychain::Job& job, int timeoutMs) {
   job.setAutoDelete(false);
@@ -30,8 +36,8 @@ KeyringReply runJob(QKeychain::Job& job, int timeoutMs) {
   if (!finished) r.error = QStringLiteral("the OS keyring did not answer");
   else if (job.error() == QKeychain::EntryNotFound) r.error = QStringLiteral("no such entry in the OS keyring");
   else if (job.error() == QKeychain::NoBackendAvailable || job.error() == QKeychain::OtherError)
-    r.error = QStringLiteral("no OS keyring is running here (%1)").arg(job.errorString());
-  else if (job.error() != QKeychain::NoError) r.error = QStringLiteral("OS keyring: ") + job.errorString();
+    r.error = QStringLiteral("no OS keyring is running here") + detail(job.errorString());
+  else if (job.error() != QKeychain::NoError) r.error = QStringLiteral("OS keyring failed") + detail(job.errorString());
   else r.ok = true;
   return r;
 }
@@ -89,6 +95,14 @@ KeyringReply forgetSecret(const QString& name, int timeoutMs) {
   (void)timeoutMs;
   return {false, {}, QStringLiteral("this build has no keyring support")};
 #endif
+}
+
+venues::SecretGuard outgoingGuard() {
+  auto guard = venues::SecretGuard::fromEnvironment();
+  // Keys kept in the keyring are secrets too, whether or not the environment has them.
+  for (const char* name : kKnownSecretNames)
+    if (auto r = readSecret(name, 2000); r.ok) guard.addSecret(name, r.value.toStdString());
+  return guard;
 }
 
 }  // namespace crosslab::secrets

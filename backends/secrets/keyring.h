@@ -7,6 +7,8 @@
 #include <QString>
 #include <optional>
 
+#include "core/venues/secret_guard.h"
+
 namespace crosslab::secrets {
 
 struct KeyringReply {
@@ -23,5 +25,9 @@ KeyringReply forgetSecret(const QString& name, int timeoutMs = 5000);
 
 // The names crosslab keeps there: "hotaisle-api-key", "hf-token".
 const char* const kKnownSecretNames[] = {"hotaisle-api-key", "hf-token"};
+
+// The guard every upload and remote command goes through: secret-looking environment
+// variables plus crosslab's keyring entries. Off the GUI thread (the keyring may be slow).
+venues::SecretGuard outgoingGuard();
 
 }  // namespace crosslab::secrets

@@ -47,6 +47,7 @@ HotAisleStandin::HotAisleStandin() {
     json(res, 200, offers());
   });
   s.Post(team + "/virtual_machines/", [this](const httplib::Request& req, httplib::Response& res) {
+    ++provisionPosts_;
     if (!gate(req, res)) return;
     std::lock_guard<std::mutex> lock(mutex_);
     lastProvision_ = req.body;
@@ -54,7 +55,19 @@ HotAisleStandin::HotAisleStandin() {
     if (!j.is_object() || !j.contains("gpus")) return json(res, 400, {{"detail", "Specs required"}});
     const std::string name = "vm-" + std::to_string(nextVm_++);
     vms_[name] = 0;
+    if (const int status = provisionFailAfterCreate_.exchange(0))  // created, but the answer is lost
+      return json(res, status, {{"detail", "Internal server error"}});
     json(res, 201, {{"name", name}, {"ip_address", ipAddress}});
+  });
+  s.Get(team + "/virtual_machines/", [this](const httplib::Request& req, httplib::Response& res) {
+    if (!gate(req, res)) return;
+    std::lock_guard<std::mutex> lock(mutex_);
+    nlohmann::json list = nlohmann::json::array();
+    for (const auto& [name, polls] : vms_)
+      list.push_back({{"name", name}, {"ip_address", ipAddress},
+                      {"state", polls > pollsUntilRunning ? "running" : "provisioning"},
+                      {"Specs", {{"gpus", {{{"count", 1}, {"manufacturer", "AMD"}, {"model", "MI300X"}}}}}}});
+    json(res, 200, list);
   });
   s.Get(team + R"(/virtual_machines/([^/]+)/state/)", [this](const httplib::Request& req, httplib::Response& res) {
     if (!gate(req, res)) return;
@@ -67,6 +80,9 @@ HotAisleStandin::HotAisleStandin() {
   s.Delete(team + R"(/virtual_machines/([^/]+)/)", [this](const httplib::Request& req, httplib::Response& res) {
     if (!gate(req, res)) return;
     std::lock_guard<std::mutex> lock(mutex_);
+    std::string query;
+    for (const auto& [k, v] : req.params) query += (query.empty() ? "" : "&") + k + "=" + v;
+    deletes_.push_back(std::string(req.matches[1]) + "?" + query);
     if (vms_.erase(req.matches[1]) == 0) return json(res, 404, {{"detail", "Not found."}});
     res.status = 204;
   });
@@ -96,4 +112,16 @@ bool HotAisleStandin::gate(const httplib::Request& req, httplib::Response& res) 
 std::string HotAisleStandin::lastProvisionBody() {
   std::lock_guard<std::mutex> lock(mutex_);
   return lastProvision_;
+}
+
+std::vector<std::string> HotAisleStandin::vmNames() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  std::vector<std::string> out;
+  for (const auto& [name, polls] : vms_) out.push_back(name);
+  return out;
+}
+
+std::vector<std::string> HotAisleStandin::deletes() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return deletes_;
 }

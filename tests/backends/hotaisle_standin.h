@@ -2,7 +2,9 @@
 // A local stand-in for Hot Aisle's REST API (interfaces.md), on 127.0.0.1: Token auth
 // (401 bad key, 403 key without permission), SSH key registration (409 the second
 // time), offers with OnDemandPrice cents, provision, state that turns "running" after a
-// few polls, delete (404 when gone), and injectable 429/503 failures for retry tests.
+// few polls, the team's VM list, delete (404 when gone), and injectable failures: 429/5xx
+// before handling (retry tests), and a provision that creates the VM and then answers
+// 500 (an ambiguous failure).
 // The real service cannot be reached from tests; this speaks its documented interface.
 
 #include <atomic>
@@ -10,6 +12,7 @@
 #include <mutex>
 #include <set>
 #include <string>
+#include <vector>
 
 #include "http_standin.h"
 
@@ -29,6 +32,14 @@ class HotAisleStandin {
     failStatus_ = status;
   }
   int requests() const { return requests_.load(); }
+  // Provision POSTs received (whatever was answered).
+  int provisionPosts() const { return provisionPosts_.load(); }
+  // The next provision creates its VM and then answers `status` (e.g. 500) without it.
+  void failProvisionAfterCreate(int status) { provisionFailAfterCreate_ = status; }
+  // VM names the team holds now.
+  std::vector<std::string> vmNames();
+  // DELETE requests received, with their query string ("force=true").
+  std::vector<std::string> deletes();
   int pollsUntilRunning = 2;
   std::string ipAddress = "127.0.0.1";
   std::string lastProvisionBody();
@@ -38,6 +49,9 @@ class HotAisleStandin {
   bool gate(const httplib::Request& req, httplib::Response& res);
   HttpStandin http_;
   std::atomic<int> requests_{0};
+  std::atomic<int> provisionPosts_{0};
+  std::atomic<int> provisionFailAfterCreate_{0};
+  std::vector<std::string> deletes_;
   std::atomic<int> failures_{0};
   int failStatus_ = 503;
   std::mutex mutex_;
