@@ -4,6 +4,7 @@
 #include <libssh/sftp.h>
 #include <fcntl.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <filesystem>
 #include <fstream>
@@ -144,12 +145,14 @@ void SshSession::verifyHostKey() {
     case SSH_KNOWN_HOSTS_OTHER:
       // Never accepted, whatever the flags: a changed key is a possible man in the middle.
       throw HostKeyError("host key of " + where(target_) + " CHANGED (now " + fingerprint_ +
-                         "); refusing. If the box was rebuilt, remove its line from " + file);
+                             "); refusing. If the box was rebuilt, remove its line from " + file,
+                         fingerprint_, true);
     case SSH_KNOWN_HOSTS_NOT_FOUND:
     case SSH_KNOWN_HOSTS_UNKNOWN:
       if (!target_.acceptNew)
         throw HostKeyError("unknown host key for " + where(target_) + " (" + fingerprint_ +
-                           "); refusing. Check it and rerun with --accept-new to trust it");
+                               "); refusing. Check it and rerun with --accept-new to trust it",
+                           fingerprint_, false);
       if (!target_.knownHosts.empty()) {
         std::error_code ec;
         fs::create_directories(fs::path(target_.knownHosts).parent_path(), ec);
@@ -203,6 +206,51 @@ bool SshSession::keepalive() {
   return ssh_send_ignore(impl_->session, "keepalive") == SSH_OK && ssh_is_connected(impl_->session);
 }
 
+namespace {
+
+// A cancellable command announces its process group on stderr before it starts, framed
+// so it cannot be mistaken for output: RS "crosslab-pgid N" LF, or "none" when the remote
+// shell is not a process-group leader (sshd makes it one: it calls setsid() for every
+// session). The announcement is taken out of the stream.
+constexpr char kMarkStart = '\036';
+const std::string kMarkTag = "crosslab-pgid ";
+
+std::string groupWrapped(const std::string& command) {
+  const std::string script =
+      "if kill -0 -$$ 2>/dev/null; then printf '\\036crosslab-pgid %s\\n' $$ >&2; "
+      "else printf '\\036crosslab-pgid none\\n' >&2; fi; eval \"$1\"";
+  return "exec sh -c " + shellQuote(script) + " crosslab-exec " + shellQuote(command);
+}
+
+// Strips the announcement from the first stderr bytes; -1 until known, 0 for "none".
+struct GroupMark {
+  bool done = false;
+  long pgid = -1;
+  std::string pending;
+  // Returns the bytes that are output (after the announcement).
+  std::string feed(const char* d, std::size_t n) {
+    if (done) return std::string(d, n);
+    pending.append(d, n);
+    if (pending[0] != kMarkStart) return finish(pending);
+    const auto nl = pending.find('\n');
+    if (nl == std::string::npos) return pending.size() > 64 ? finish(pending) : std::string();
+    const std::string mark = pending.substr(1, nl - 1);
+    if (mark.rfind(kMarkTag, 0) == 0) {
+      const std::string id = mark.substr(kMarkTag.size());
+      pgid = id == "none" ? 0 : std::strtol(id.c_str(), nullptr, 10);
+      return finish(pending.substr(nl + 1));
+    }
+    return finish(pending);
+  }
+  std::string finish(std::string rest) {
+    done = true;
+    pending.clear();
+    return rest;
+  }
+};
+
+}  // namespace
+
 int SshSession::exec(const std::string& command, const ChunkFn& onStdout, const ChunkFn& onStderr,
                      const std::atomic<bool>* cancel) {
   ensureConnected();
@@ -218,10 +266,17 @@ int SshSession::exec(const std::string& command, const ChunkFn& onStdout, const 
     }
   }
   if (!ch) throw SshError("cannot open a channel on " + where(target_) + ": " + impl_->error());
-  if (ssh_channel_request_exec(ch, command.c_str()) != SSH_OK) {
+  const std::string sent = cancel ? groupWrapped(command) : command;
+  if (ssh_channel_request_exec(ch, sent.c_str()) != SSH_OK) {
     ssh_channel_free(ch);
     throw SshError("the box refused to run the command: " + impl_->error());
   }
+  GroupMark mark;
+  mark.done = cancel == nullptr;
+  auto toStderr = [&](const char* d, std::size_t n) {
+    const std::string out = mark.feed(d, n);
+    if (!out.empty() && onStderr) onStderr(out.data(), out.size());
+  };
   std::vector<char> buf(16384);
   bool cancelled = false;
   for (;;) {
@@ -237,7 +292,7 @@ int SshSession::exec(const std::string& command, const ChunkFn& onStdout, const 
     if (n > 0 && onStdout) onStdout(buf.data(), static_cast<std::size_t>(n));
     int m = 0;
     while ((m = ssh_channel_read_nonblocking(ch, buf.data(), static_cast<uint32_t>(buf.size()), 1)) > 0)
-      if (onStderr) onStderr(buf.data(), static_cast<std::size_t>(m));
+      toStderr(buf.data(), static_cast<std::size_t>(m));
     if (n == 0 && ssh_channel_is_eof(ch)) break;
   }
   int status = -1;
@@ -245,9 +300,43 @@ int SshSession::exec(const std::string& command, const ChunkFn& onStdout, const 
     ssh_channel_send_eof(ch);
     status = ssh_channel_get_exit_status(ch);
   }
+  if (!mark.pending.empty() && onStderr) onStderr(mark.pending.data(), mark.pending.size());
   ssh_channel_close(ch);
   ssh_channel_free(ch);
-  return status;
+  if (!cancelled) return status;
+  // Closing the channel does not stop the command (no terminal, no SIGHUP): end its group.
+  if (mark.pgid == 0)
+    throw ExecCancelled("cancelled, but the command on " + where(target_) +
+                            " does not run in its own process group, so it could not be ended: it may still run",
+                        false);
+  if (mark.pgid < 0)
+    throw ExecCancelled("cancelled before the command on " + where(target_) +
+                            " said which processes are its own: it may still run",
+                        false);
+  const std::string why = endProcessGroup(mark.pgid);
+  if (!why.empty())
+    throw ExecCancelled("cancelled, but the command's processes on " + where(target_) + " (process group " +
+                            std::to_string(mark.pgid) + ") could not be ended: " + why + "; they may still run",
+                        false);
+  throw ExecCancelled("cancelled: the command's processes on " + where(target_) + " (process group " +
+                          std::to_string(mark.pgid) + ") were ended",
+                      true);
+}
+
+std::string SshSession::endProcessGroup(long pgid) {
+  const std::string g = std::to_string(pgid);
+  // TERM, up to ~2 s for it to go, then KILL; exit 0 only when nothing of the group is left.
+  // (`kill -SIG -N` rather than `kill -SIG -- -N`: dash's kill takes no "--".)
+  const std::string script = "kill -TERM -" + g + " 2>/dev/null; i=0; while [ $i -lt 20 ]; do kill -0 -" + g +
+                             " 2>/dev/null || exit 0; sleep 0.1; i=$((i+1)); done; kill -KILL -" + g +
+                             " 2>/dev/null; sleep 0.2; kill -0 -" + g + " 2>/dev/null && exit 1; exit 0";
+  try {
+    const auto r = run("sh -c " + shellQuote(script));
+    if (r.status == 0) return {};
+    return r.status == 1 ? "processes of the group survived SIGKILL" : "the kill command failed: " + r.err;
+  } catch (const std::exception& e) {
+    return e.what();
+  }
 }
 
 ExecResult SshSession::run(const std::string& command) {

@@ -23,7 +23,27 @@ class SshError : public std::runtime_error {
 // The host key was not in known_hosts (and accept-new was off) or differs from it.
 class HostKeyError : public SshError {
  public:
-  using SshError::SshError;
+  HostKeyError(const std::string& what, std::string fingerprint = {}, bool changed = false)
+      : SshError(what), fingerprint_(std::move(fingerprint)), changed_(changed) {}
+  // "ssh-ed25519 SHA256:…", what the server presented.
+  const std::string& fingerprint() const { return fingerprint_; }
+  // true: known_hosts holds another key for this host (never accepted); false: unknown host.
+  bool changed() const { return changed_; }
+
+ private:
+  std::string fingerprint_;
+  bool changed_;
+};
+
+// A cancelled exec. The command's process group on the box was ended (ended() true), or
+// could not be (the message says why and that it may still run).
+class ExecCancelled : public SshError {
+ public:
+  ExecCancelled(const std::string& what, bool ended) : SshError(what), ended_(ended) {}
+  bool ended() const { return ended_; }
+
+ private:
+  bool ended_;
 };
 
 struct SshTarget {
@@ -72,7 +92,9 @@ class SshSession {
   ssh_session_struct* handle();
 
   // Runs `command` through the remote shell; output chunks go to the sinks as they come.
-  // Returns the exit status (-1 if the command was killed by a signal or cancelled).
+  // Returns the exit status (-1 if the command was killed by a signal). With `cancel`,
+  // the command runs in its own process group; setting the flag ends that group on the
+  // box (TERM, then KILL) and throws ExecCancelled saying whether it is gone.
   int exec(const std::string& command, const ChunkFn& onStdout, const ChunkFn& onStderr,
            const std::atomic<bool>* cancel = nullptr);
   ExecResult run(const std::string& command);
@@ -87,6 +109,8 @@ class SshSession {
 
  private:
   struct Impl;
+  // Ends process group `pgid` on the box; "" when it is gone, else why not.
+  std::string endProcessGroup(long pgid);
   void verifyHostKey();
   void authenticate();
   SshTarget target_;
