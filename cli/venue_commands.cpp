@@ -6,12 +6,16 @@
 #include <chrono>
 #include <fstream>
 #include <iomanip>
+#include <iterator>
 #include <map>
 #include <ostream>
+#include <set>
 #include <sstream>
 
 #include "cli/venue_support.h"
 #include "cli/commands.h"
+#include "backends/providers/hotaisle_venue.h"
+#include "core/venues/timeline_file.h"
 
 namespace crosslab::backends {
 namespace {
@@ -28,6 +32,7 @@ const std::vector<cli::OptionSpec> kProviderOptions = {
     {"--api-url", true, "API base URL (default https://admin.hotaisle.app/api)"},
     {"--team", true, "team handle that owns the VMs"},
     {"--api-key-env", true, "environment variable holding the API key (default HOTAISLE_API_KEY)"},
+    {"--provider-timeout", true, "seconds to give the provider per call, retries included (default 90)"},
     {"--lab", true, "lab to record boxes in (default $CROSSLAB_HOME/home)"},
     {"--json", false, "print JSON"}};
 
@@ -47,33 +52,11 @@ std::vector<providers::Offer> sortedOffers(providers::HotAisleClient& client) {
   return offers;
 }
 
-// A live probe is a ladder rung per accelerator: offered now, cheapest VM, when.
+// A live probe: the "hotaisle" rung of the ladder and its probe history.
 void recordProbe(const Args& args, const std::vector<providers::Offer>& offers) {
   auto lab = openVenueLab(args);
   venues::VenueStore store(lab);
-  std::map<std::string, std::vector<const providers::Offer*>> byGpu;
-  for (const auto& o : offers) byGpu[o.gpuModel].push_back(&o);
-  for (const auto& [gpu, list] : byGpu) {
-    venues::VenueRow row;
-    row.name = "hotaisle/" + gpu;
-    row.kind = "cloud";
-    row.provider = "hotaisle";
-    row.accelerator = gpu;
-    int onShelf = 0;
-    double cheapest = list.front()->pricePerHour, perGpu = list.front()->pricePerGpuHour();
-    for (const auto* o : list) {
-      onShelf += std::max(0, o->quantity);
-      cheapest = std::min(cheapest, o->pricePerHour);
-      perGpu = std::min(perGpu, o->pricePerGpuHour());
-    }
-    row.availability = "available";
-    row.pricePerHour = cheapest;
-    std::ostringstream notes;
-    notes << list.size() << " offer(s), " << onShelf << " VM(s) on the shelf, from $" << std::fixed
-          << std::setprecision(2) << perGpu << "/GPU-h; no spot (live probe)";
-    row.notes = notes.str();
-    store.recordLadder(row);
-  }
+  providers::recordOffersProbe(store, offers);
 }
 
 int venuesOffers(const Args& args, Context& ctx) {
@@ -130,32 +113,43 @@ std::string readPublicKey(const std::string& file) {
   return line;
 }
 
+// The provider VM names the lab already tracks (active lives).
+std::set<std::string> knownVms(venues::VenueStore& store) {
+  std::set<std::string> names;
+  for (const auto& b : store.boxes())
+    if (b.rented()) names.insert(b.providerVm);
+  return names;
+}
+
 int venuesProvision(const Args& args, Context& ctx) {
   args.expectPositionals(0, 0);
   const auto options = hotAisleOptions(args);
+  const std::string keyVar = args.value("--api-key-env").value_or(providers::kHotAisleKeyVar);
   providers::HotAisleClient client(options);
   if (auto pub = args.value("--ssh-key")) client.registerSshKey(readPublicKey(*pub));
   const auto offer = chooseOffer(args, sortedOffers(client));
   auto lab = openVenueLab(args);
   venues::VenueStore store(lab);
-  const auto venueId = store.ensureVenue("hotaisle", "cloud", "hotaisle");
-  store.addMilestone("hotaisle", "provision request", store::utcNow());
-  const auto vm = client.provision(offer);
+  store.ensureVenue(providers::kHotAisle, "cloud", providers::kHotAisle);
+  store.addMilestone(providers::kHotAisle, venues::milestone::kProvisionRequest, store::utcNow());
+  // One POST; a failure with an unknown outcome lists the team's VMs instead of retrying.
+  const auto outcome = providers::provisionOnce(options, offer, knownVms(store));
+  if (!outcome.vm) {
+    for (const auto& vm : outcome.appeared) {  // probably ours: watch its meter
+      auto box = providers::boxForVm(store, vm, offer, options, QString::fromStdString(keyVar));
+      box.state = vm.state.empty() ? "unknown" : vm.state;
+      store.addBox(box);
+    }
+    throw std::runtime_error(providers::describeOutcome(outcome));
+  }
+  const auto& vm = *outcome.vm;
   // Recorded before waiting: from here on the VM bills, whatever happens next.
-  venues::BoxRow box;
-  box.venueId = venueId;
+  auto box = providers::boxForVm(store, vm, offer, options, QString::fromStdString(keyVar));
   box.name = args.value("--name").value_or(vm.name);
-  box.host = vm.ipAddress;
-  box.user = "hotaisle";
   box.keyFile = args.value("--key").value_or("");
-  box.gpuModel = offer.gpuModel;
-  box.gpuCount = offer.gpuCount;
-  box.pricePerHour = offer.pricePerHour;
-  box.minMinutes = offer.minMinutes;
-  box.state = "provisioning";
-  box.providerVm = vm.name;
-  box.team = options.team.toStdString();
   const auto boxId = store.addBox(box);
+  box.id = boxId;
+  store.noteLifeMilestone(box, venues::milestone::kProvisioned, vm.name);
   ctx.err << "provisioned " << vm.name << " (" << offer.gpuCount << "x " << offer.gpuModel << ", $" << std::fixed
           << std::setprecision(2) << offer.pricePerHour << "/h, " << offer.minMinutes
           << " min minimum); waiting for it to run\n";
@@ -169,6 +163,7 @@ int venuesProvision(const Args& args, Context& ctx) {
                              box.name + "' stops the meter)");
   }
   store.markReady(boxId, vm.ipAddress);
+  store.noteLifeMilestone(box, venues::milestone::kRunning);
   if (args.has("--json"))
     ctx.out << nlohmann::json{{"name", box.name}, {"ip_address", vm.ipAddress}, {"state", "running"}}.dump() << "\n";
   else
@@ -183,10 +178,15 @@ std::pair<std::string, std::optional<venues::BoxRow>> resolveVm(venues::VenueSto
   return {name, std::nullopt};
 }
 
+// A recorded box is reached the way it was rented (its URL, team, key variable); flags
+// given on the command line win.
 providers::HotAisleOptions optionsForBox(const Args& args, const std::optional<venues::BoxRow>& box) {
-  auto o = hotAisleOptions(args);
-  if (o.team.isEmpty() && box) o.team = QString::fromStdString(box->team);
-  return o;
+  if (!box) return hotAisleOptions(args);
+  venues::BoxRow b = *box;
+  if (auto url = args.value("--api-url")) b.apiUrl = *url;
+  if (auto team = args.value("--team")) b.team = *team;
+  if (auto var = args.value("--api-key-env")) b.apiKeyEnv = *var;
+  return providers::optionsForBox(b, hotAisleBounds(args));
 }
 
 int venuesState(const Args& args, Context& ctx) {
@@ -210,13 +210,16 @@ int venuesDelete(const Args& args, Context& ctx) {
   const auto [vm, box] = resolveVm(store, args.positional(0, "NAME"));
   providers::HotAisleClient client(optionsForBox(args, box));
   const bool deleted = client.remove(vm);
-  double usd = 0;
-  if (box) usd = store.endBox(box->id, "deleted", nowEpoch());
+  venues::LifeEnd end;
+  if (box) end = store.endBox(box->id, "deleted", nowEpoch());  // booked once, whoever ends it
   if (args.has("--json")) {
-    ctx.out << nlohmann::json{{"name", vm}, {"deleted", true}, {"already_gone", !deleted}, {"usd", usd}}.dump() << "\n";
+    ctx.out << nlohmann::json{{"name", vm}, {"deleted", true}, {"already_gone", !deleted}, {"usd", end.usd},
+                              {"booked_now", end.endedNow}}.dump()
+            << "\n";
   } else {
     ctx.out << vm << (deleted ? " deleted" : " was already gone (nothing to delete)");
-    if (box) ctx.out << "; this life cost $" << std::fixed << std::setprecision(2) << usd;
+    if (box && end.endedNow) ctx.out << "; this life cost $" << std::fixed << std::setprecision(2) << end.usd;
+    if (box && !end.endedNow) ctx.out << "; its life had already been ended and booked at " << end.endedAt;
     ctx.out << "\n";
   }
   return 0;
@@ -311,12 +314,31 @@ int venuesTimeline(const Args& args, Context& ctx) {
   const std::string venue = args.positional(0, "VENUE");
   auto lab = openVenueLab(args);
   venues::VenueStore store(lab);
-  if (auto milestone = args.value("--add")) store.addMilestone(venue, *milestone, args.value("--at").value_or(store::utcNow()));
+  if (auto milestone = args.value("--add"))
+    store.addMilestone(venue, *milestone, args.value("--at").value_or(store::utcNow()), args.value("--note").value_or(""),
+                       0, "entered");
+  if (auto file = args.value("--import")) {
+    std::ifstream in(*file, std::ios::binary);
+    if (!in) throw std::runtime_error("cannot read " + *file);
+    const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::vector<venues::Milestone> read;
+    try {
+      read = venues::parseTimelineFile(text);
+    } catch (const std::invalid_argument& e) {
+      throw std::runtime_error(*file + ", " + e.what() + " (nothing imported)");
+    }
+    store.addMilestones(venue, read);  // all or nothing
+    ctx.err << "imported " << read.size() << " milestone(s) from " << *file << "\n";
+  }
   const auto t = store.timeline(venue);
   const auto s = venues::summarizeTimeline(t);
   if (args.has("--json")) {
     nlohmann::json arr = nlohmann::json::array();
-    for (const auto& m : t) arr.push_back({{"milestone", m.name}, {"at", venues::formatUtc(m.at)}});
+    for (const auto& m : t) {
+      nlohmann::json j{{"milestone", m.name}, {"at", venues::formatUtc(m.at)}, {"source", m.source}};
+      if (!m.note.empty()) j["note"] = m.note;
+      arr.push_back(j);
+    }
     ctx.out << nlohmann::json{{"venue", venue}, {"milestones", arr}, {"elapsed_s", s.elapsedSeconds},
                               {"active_s", s.activeSeconds}}.dump()
             << "\n";
@@ -370,10 +392,14 @@ void addVenueCommands(std::vector<cli::Command>& commands) {
                        {"--notes", true, "anything else"},
                        {"--at", true, "when it was found (ISO-8601 UTC; default now)"}},
                       venuesLadderSet});
-  commands.push_back({"venues timeline", "VENUE [--add MILESTONE [--at TIME]] [--json]",
+  commands.push_back({"venues timeline", "VENUE [--add MILESTONE [--at TIME] [--note TEXT]] [--import FILE] [--json]",
                       "account-to-silicon milestones with elapsed and active human time",
                       {lab, {"--add", true, "record a milestone (account created, key minted, …)"},
-                       {"--at", true, "its time (ISO-8601 UTC; default now)"}, {"--json", false, "print JSON"}},
+                       {"--at", true, "its time (ISO-8601 UTC; default now)"},
+                       {"--note", true, "a note kept with it"},
+                       {"--import", true, "milestones from a file: JSON Lines {milestone, at}, the --json output, or "
+                                          "'TIME NAME' lines (all or nothing)"},
+                       {"--json", false, "print JSON"}},
                       venuesTimeline});
 }
 

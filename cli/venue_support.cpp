@@ -4,6 +4,7 @@
 #include <termios.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -30,10 +31,20 @@ std::string apiKeyFrom(const cli::Args& args, const std::string& defaultVar, con
                            "'crosslab-cli secrets set " + keyringName + "' (" + r.error.toStdString() + ")");
 }
 
+providers::HotAisleOptions hotAisleBounds(const cli::Args& args) {
+  providers::HotAisleOptions o;
+  if (args.has("--provider-timeout")) {
+    const double s = args.number("--provider-timeout", 90, 1, 3600);
+    o.deadlineMs = static_cast<int>(s * 1000);
+    o.timeoutMs = std::min(o.timeoutMs, o.deadlineMs);
+  }
+  return o;
+}
+
 providers::HotAisleOptions hotAisleOptions(const cli::Args& args) {
   const std::string provider = args.value("--provider").value_or("hotaisle");
   if (provider != "hotaisle") throw cli::UsageError("unknown provider '" + provider + "' (known: hotaisle)");
-  providers::HotAisleOptions o;
+  providers::HotAisleOptions o = hotAisleBounds(args);
   if (auto url = args.value("--api-url")) o.baseUrl = QString::fromStdString(*url);
   if (auto team = args.value("--team")) o.team = QString::fromStdString(*team);
   o.apiKey = QString::fromStdString(apiKeyFrom(args, "HOTAISLE_API_KEY", "hotaisle-api-key"));
@@ -105,12 +116,6 @@ ssh::SshTarget sshTargetFor(const venues::BoxRow& box, const cli::Args& args) {
 
 
 
-venues::SecretGuard secretGuard() {
-  auto guard = venues::SecretGuard::fromEnvironment();
-  // Keys kept in the keyring are secrets too, whether or not the environment has them.
-  for (const char* name : secrets::kKnownSecretNames)
-    if (auto r = secrets::readSecret(name, 2000); r.ok) guard.addSecret(name, r.value.toStdString());
-  return guard;
-}
+venues::SecretGuard secretGuard() { return secrets::outgoingGuard(); }
 
 }  // namespace crosslab::backends

@@ -22,6 +22,8 @@ store::LabStore openVenueLab(const cli::Args& args);
 // `keyringName`; throws a one-line reason naming all three when none has it.
 std::string apiKeyFrom(const cli::Args& args, const std::string& defaultVar, const std::string& keyringName);
 providers::HotAisleOptions hotAisleOptions(const cli::Args& args);
+// Bounds only (--provider-timeout SECONDS, default 90): no URL, team or key.
+providers::HotAisleOptions hotAisleBounds(const cli::Args& args);
 
 // The recorded box NAME (active life); throws a one-line reason when there is none.
 venues::BoxRow requireBox(venues::VenueStore& venues, const std::string& name);

@@ -74,10 +74,11 @@ class TestVenueCli : public QObject {
     QCOMPARE(r.code, 0);
     QJsonObject hot, azure;
     for (const auto& v : QJsonDocument::fromJson(r.out).array()) {
-      if (v.toObject().value("venue").toString() == "hotaisle/MI300X") hot = v.toObject();
+      if (v.toObject().value("venue").toString() == "hotaisle") hot = v.toObject();
       if (v.toObject().value("venue").toString() == "azure/eastus/MI300X") azure = v.toObject();
     }
     QCOMPARE(hot.value("availability").toString(), QString("available"));
+    QCOMPARE(hot.value("accelerator").toString(), QString("MI300X"));
     QCOMPARE(hot.value("price_per_hour").toDouble(), 2.99);
     QVERIFY(!hot.value("probed_at").toString().isEmpty());
     QCOMPARE(azure.value("availability").toString(), QString("no_quota"));
