@@ -3,6 +3,8 @@
 #include <QBrush>
 #include <QColor>
 
+#include <algorithm>
+
 namespace crosslab::widgets {
 
 QString formatDuration(double seconds) {
@@ -13,7 +15,10 @@ QString formatDuration(double seconds) {
 }
 
 void BoxesModel::setRows(std::vector<Row> rows) {
-  if (rows.size() == rows_.size()) {  // same boxes: update in place, keep the selection
+  const bool same = rows.size() == rows_.size() &&
+                    std::equal(rows.begin(), rows.end(), rows_.begin(),
+                               [](const Row& a, const Row& b) { return a.box.id == b.box.id; });
+  if (same) {  // same box lives: update in place, keep the selection
     rows_ = std::move(rows);
     if (!rows_.empty()) emit dataChanged(index(0, 0), index(rowCount() - 1, ColumnCount - 1));
     return;
@@ -26,6 +31,13 @@ void BoxesModel::setRows(std::vector<Row> rows) {
 double BoxesModel::totalCost() const {
   double t = 0;
   for (const auto& r : rows_) t += r.meter.usd;
+  return t;
+}
+
+double BoxesModel::activeCost() const {
+  double t = 0;
+  for (const auto& r : rows_)
+    if (r.box.active()) t += r.meter.usd;
   return t;
 }
 
@@ -50,6 +62,9 @@ QVariant BoxesModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid()) return {};
   const Row& r = rows_.at(static_cast<size_t>(index.row()));
   if (role == Qt::BackgroundRole && isIdle(r)) return QBrush(QColor(255, 200, 0, 60));
+  if (role == Qt::ForegroundRole && !r.box.active()) return QBrush(QColor(128, 128, 128));
+  if (role == Qt::ToolTipRole && !r.box.active())
+    return tr("Ended %1; this life cost $%2").arg(QString::fromStdString(r.box.deletedAt)).arg(r.meter.usd, 0, 'f', 2);
   if (role == Qt::ToolTipRole && isIdle(r))
     return tr("Idle for %1: no run or transfer, still billing").arg(formatDuration(r.idleSeconds));
   if (role != Qt::DisplayRole) return {};

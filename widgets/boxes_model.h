@@ -24,6 +24,7 @@ class BoxesModel : public QAbstractTableModel {
   void setRows(std::vector<Row> rows);
   const Row& row(int r) const { return rows_.at(static_cast<size_t>(r)); }
   double totalCost() const;
+  double activeCost() const;  // lives still running
   void setIdleThresholdSeconds(double s);
   int idleCount() const;
 
@@ -33,7 +34,8 @@ class BoxesModel : public QAbstractTableModel {
   QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
 
  private:
-  bool isIdle(const Row& r) const { return r.box.active() && r.idleSeconds > idleThreshold_; }
+  // Idle and still billing: an unpriced box (a workstation) costs nothing while idle.
+  bool isIdle(const Row& r) const { return r.box.billing() && r.idleSeconds > idleThreshold_; }
   std::vector<Row> rows_;
   double idleThreshold_ = 30 * 60;
 };

@@ -1,38 +1,40 @@
 #include "widgets/venues_panel.h"
 
+#include <QCheckBox>
+#include <QEventLoop>
+#include <QFileDialog>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QInputDialog>
 #include <QLabel>
 #include <QLineEdit>
-#include <QListWidget>
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QScrollBar>
 #include <QSortFilterProxyModel>
 #include <QSpinBox>
 #include <QSplitter>
 #include <QTabWidget>
 #include <QTableView>
-#include <QTableWidget>
-#include <QThread>
 #include <QTimer>
 #include <QVBoxLayout>
 
+#include <algorithm>
 #include <chrono>
+#include <set>
 
 #include "backends/lab_locations.h"
 #include "backends/lab_session.h"
-#include "backends/providers/hotaisle_client.h"
-#include "backends/secrets/keyring.h"
-#include "backends/ssh/ssh_session.h"
+#include "backends/providers/hotaisle_venue.h"
 #include "core/store/lab_store.h"
-#include "core/venues/secret_guard.h"
-#include "core/venues/venue_store.h"
+#include "widgets/background_job.h"
 #include "widgets/boxes_model.h"
+#include "widgets/ladder_view.h"
 #include "widgets/offers_model.h"
+#include "widgets/venue_dialogs.h"
 
 namespace crosslab::widgets {
 namespace {
@@ -43,19 +45,23 @@ double nowEpoch() {
 
 QString money(double usd) { return QString("$%1").arg(usd, 0, 'f', 2); }
 
-}  // namespace
+// Lab settings the form keeps (the lab's settings table).
+constexpr const char* kApiUrlKey = "venues.api_url";
+constexpr const char* kTeamKey = "venues.team";
+constexpr const char* kKeyVarKey = "venues.api_key_env";
+constexpr const char* kIdleKey = "venues.idle_minutes";
+constexpr const char* kTimeoutKey = "venues.provider_timeout_s";
+constexpr const char* kShowEndedKey = "venues.show_ended";
 
-struct VenuesPanel::Job {
-  std::atomic<bool> cancel{false};
-  QThread* thread = nullptr;
-  QString error;
-};
+}  // namespace
 
 VenuesPanel::VenuesPanel(backends::LabSession* session, QWidget* parent)
     : QWidget(parent), session_(session), offers_(new OffersModel(this)), offersProxy_(new QSortFilterProxyModel(this)),
       boxes_(new BoxesModel(this)), knownHosts_(backends::crosslabHome() + "/known_hosts") {
   confirm_ = [this](const QString& title, const QString& text) {
-    return QMessageBox::question(this, title, text) == QMessageBox::Yes;
+    // Money and trust: Enter must not say yes.
+    return QMessageBox::question(this, title, text, QMessageBox::Yes | QMessageBox::No, QMessageBox::No) ==
+           QMessageBox::Yes;
   };
   askPassphrase_ = [this](const QString& keyFile) -> std::optional<QString> {
     bool ok = false;
@@ -64,19 +70,51 @@ VenuesPanel::VenuesPanel(backends::LabSession* session, QWidget* parent)
     if (!ok) return std::nullopt;
     return answer;
   };
+  chooseFile_ = [this](const QString& title, const QString& suggested, bool save) {
+    const auto options = QFileDialog::DontUseNativeDialog;
+    return save ? QFileDialog::getSaveFileName(this, title, suggested, QString(), nullptr, options)
+                : QFileDialog::getOpenFileName(this, title, suggested, QString(), nullptr, options);
+  };
+  askClose_ = [this](const QString& text) {
+    QMessageBox box(QMessageBox::Warning, tr("Boxes still bill"), text, QMessageBox::NoButton, this);
+    box.setObjectName("billingQuestion");
+    auto* down = box.addButton(tr("Tear down"), QMessageBox::DestructiveRole);
+    down->setObjectName("tearDownAndClose");
+    auto* leave = box.addButton(tr("Leave running"), QMessageBox::AcceptRole);
+    leave->setObjectName("leaveRunning");
+    auto* stay = box.addButton(QMessageBox::Cancel);
+    box.setDefaultButton(stay);
+    box.setEscapeButton(stay);
+    box.exec();
+    if (box.clickedButton() == down) return CloseChoice::TearDown;
+    if (box.clickedButton() == leave) return CloseChoice::LeaveRunning;
+    return CloseChoice::Cancel;
+  };
   auto* layout = new QVBoxLayout(this);
-  auto* tabs = new QTabWidget(this);
-  buildOffersTab(tabs);
-  buildBoxesTab(tabs);
-  buildLadderTab(tabs);
-  layout->addWidget(tabs, 1);
+  tabs_ = new QTabWidget(this);
+  tabs_->setObjectName("venuesTabs");
+  buildOffersTab(tabs_);
+  buildBoxesTab(tabs_);
+  ladder_ = new LadderView(session_, tabs_);
+  tabs_->addTab(ladder_, tr("Ladder"));
+  connect(ladder_, &LadderView::status, this, &VenuesPanel::setStatus);
+  // A hint belongs to the tab it was given on.
+  connect(tabs_, &QTabWidget::currentChanged, this, [this] {
+    if (statusIsHint_ && !job_) setStatus(tr("Ready"));
+  });
+  layout->addWidget(tabs_, 1);
   auto* bar = new QHBoxLayout;
   status_ = new QLabel(tr("Ready"), this);
   status_->setObjectName("venuesStatus");
+  status_->setWordWrap(true);
+  status_->setTextInteractionFlags(Qt::TextSelectableByMouse);
   progress_ = new QProgressBar(this);
+  progress_->setObjectName("venuesProgress");
   progress_->setRange(0, 0);  // busy: provider and SSH calls report no fraction
+  progress_->setMaximumWidth(220);
   progress_->setVisible(false);
   cancel_ = new QPushButton(tr("Cancel"), this);
+  cancel_->setObjectName("venuesCancel");
   cancel_->setVisible(false);
   connect(cancel_, &QPushButton::clicked, this, &VenuesPanel::cancelJob);
   bar->addWidget(status_, 1);
@@ -86,30 +124,48 @@ VenuesPanel::VenuesPanel(backends::LabSession* session, QWidget* parent)
   auto* timer = new QTimer(this);
   connect(timer, &QTimer::timeout, this, &VenuesPanel::tickMeter);
   timer->start(1000);
-  connect(session_, &backends::LabSession::labChanged, this, &VenuesPanel::refresh);
+  connect(session_, &backends::LabSession::labChanged, this, [this] {
+    loadSettings();
+    logs_.clear();
+    log_->clear();
+    offers_->setOffers({});  // another lab, perhaps another team: fetch again
+    refresh();
+  });
+  loadSettings();
   refresh();
 }
 
-VenuesPanel::~VenuesPanel() {
-  if (!job_) return;
-  job_->cancel = true;
-  job_->thread->wait();
-  delete job_->thread;
-  delete job_;
-}
+VenuesPanel::~VenuesPanel() { delete job_; }  // cancels and waits for its thread
 
 void VenuesPanel::buildOffersTab(QTabWidget* tabs) {
   auto* page = new QWidget(tabs);
   auto* v = new QVBoxLayout(page);
   auto* form = new QFormLayout;
-  apiUrl_ = new QLineEdit(QStringLiteral("https://admin.hotaisle.app/api"), page);
+  apiUrl_ = new QLineEdit(QString::fromLatin1("https://admin.hotaisle.app/api"), page);
+  apiUrl_->setObjectName("apiUrlEdit");
   team_ = new QLineEdit(page);
-  apiKeyEnv_ = new QLineEdit(QStringLiteral("HOTAISLE_API_KEY"), page);
-  apiKeyEnv_->setToolTip(tr("The environment variable holding the key. The key itself is never stored or shown."));
+  team_->setObjectName("teamEdit");
+  apiKeyEnv_ = new QLineEdit(QString::fromLatin1(providers::kHotAisleKeyVar), page);
+  apiKeyEnv_->setObjectName("apiKeyEnvEdit");
+  apiKeyEnv_->setToolTip(tr("The environment variable holding the key (else the OS keyring entry hotaisle-api-key). "
+                            "The key itself is never stored or shown."));
+  providerTimeout_ = new QSpinBox(page);
+  providerTimeout_->setObjectName("providerTimeoutSpin");
+  providerTimeout_->setRange(5, 600);
+  providerTimeout_->setValue(90);
+  providerTimeout_->setSuffix(tr(" s"));
+  providerTimeout_->setToolTip(tr("How long one provider call may take, retries included, before crosslab gives up"));
   form->addRow(tr("Hot Aisle API"), apiUrl_);
   form->addRow(tr("Team"), team_);
   form->addRow(tr("API key variable"), apiKeyEnv_);
+  form->addRow(tr("Give up after"), providerTimeout_);
   v->addLayout(form);
+  connect(apiUrl_, &QLineEdit::editingFinished, this, [this] { saveSetting(kApiUrlKey, apiUrl_->text().trimmed()); });
+  connect(team_, &QLineEdit::editingFinished, this, [this] { saveSetting(kTeamKey, team_->text().trimmed()); });
+  connect(apiKeyEnv_, &QLineEdit::editingFinished, this,
+          [this] { saveSetting(kKeyVarKey, apiKeyEnv_->text().trimmed()); });
+  connect(providerTimeout_, qOverload<int>(&QSpinBox::valueChanged), this,
+          [this](int s) { saveSetting(kTimeoutKey, QString::number(s)); });
   offersProxy_->setSourceModel(offers_);
   offersProxy_->setSortRole(Qt::UserRole);
   offersTable_ = new QTableView(page);
@@ -118,20 +174,23 @@ void VenuesPanel::buildOffersTab(QTabWidget* tabs) {
   offersTable_->setSortingEnabled(true);
   offersTable_->sortByColumn(OffersModel::PerGpuHour, Qt::AscendingOrder);
   offersTable_->setSelectionBehavior(QAbstractItemView::SelectRows);
+  offersTable_->setSelectionMode(QAbstractItemView::SingleSelection);
   offersTable_->horizontalHeader()->setStretchLastSection(true);
   v->addWidget(offersTable_, 1);
   auto* buttons = new QHBoxLayout;
-  auto* fetch = new QPushButton(tr("Fetch offers"), page);
-  auto* provision = new QPushButton(tr("Provision…"), page);
-  connect(fetch, &QPushButton::clicked, this, &VenuesPanel::fetchOffers);
-  connect(provision, &QPushButton::clicked, this, [this] {
+  fetch_ = new QPushButton(tr("Fetch offers"), page);
+  fetch_->setObjectName("fetchOffersButton");
+  provision_ = new QPushButton(tr("Provision…"), page);
+  provision_->setObjectName("provisionButton");
+  connect(fetch_, &QPushButton::clicked, this, &VenuesPanel::fetchOffers);
+  connect(provision_, &QPushButton::clicked, this, [this] {
     const auto sel = offersTable_->selectionModel()->selectedRows();
-    if (sel.isEmpty()) return setStatus(tr("Choose an offer first"));
+    if (sel.isEmpty()) return hint(tr("Choose an offer first"));
     provisionOffer(sel.first().row());
   });
-  buttons->addWidget(fetch);
+  buttons->addWidget(fetch_);
   buttons->addStretch();
-  buttons->addWidget(provision);
+  buttons->addWidget(provision_);
   v->addLayout(buttons);
   tabs->addTab(page, tr("Offers"));
 }
@@ -146,345 +205,386 @@ void VenuesPanel::buildBoxesTab(QTabWidget* tabs) {
   boxesTable_->setSelectionBehavior(QAbstractItemView::SelectRows);
   boxesTable_->setSelectionMode(QAbstractItemView::SingleSelection);
   boxesTable_->horizontalHeader()->setStretchLastSection(true);
+  boxesTable_->verticalHeader()->setVisible(false);
   log_ = new QPlainTextEdit(split);
   log_->setObjectName("boxLog");
   log_->setReadOnly(true);
   log_->setFont(QFont(QStringLiteral("monospace")));
   log_->setMaximumBlockCount(5000);
+  split->setStretchFactor(0, 1);
+  split->setStretchFactor(1, 1);
   v->addWidget(split, 1);
   connect(boxesTable_->selectionModel(), &QItemSelectionModel::currentRowChanged, this, [this](const QModelIndex& i) {
     log_->setPlainText(i.isValid() ? logs_.value(QString::fromStdString(boxes_->row(i.row()).box.name)) : QString());
+    log_->verticalScrollBar()->setValue(log_->verticalScrollBar()->maximum());
   });
-  auto* row = new QHBoxLayout;
-  command_ = new QLineEdit(page);
-  command_->setPlaceholderText(tr("command to run on the selected box"));
-  connect(command_, &QLineEdit::returnPressed, this, [this] {
-    if (selectedBoxRow() >= 0) runOnBox(selectedBoxRow(), command_->text());
-  });
-  auto* teardown = new QPushButton(tr("Tear down…"), page);
-  connect(teardown, &QPushButton::clicked, this, [this] {
-    if (selectedBoxRow() >= 0) teardownBox(selectedBoxRow());
+  auto button = [this, page](const QString& text, const char* name) {
+    auto* b = new QPushButton(text, page);
+    b->setObjectName(name);
+    boxActions_ << b;
+    return b;
+  };
+  auto* top = new QHBoxLayout;
+  auto* add = new QPushButton(tr("Add box…"), page);
+  add->setObjectName("addBoxButton");
+  add->setToolTip(tr("A machine reachable by SSH: a workstation, a DGX Spark, a Mac, a VM rented elsewhere"));
+  connect(add, &QPushButton::clicked, this, &VenuesPanel::addBox);
+  showEnded_ = new QCheckBox(tr("Show ended lives"), page);
+  showEnded_->setObjectName("showEndedCheck");
+  connect(showEnded_, &QCheckBox::toggled, this, [this](bool on) {
+    saveSetting(kShowEndedKey, on ? "1" : "0");
+    reloadBoxes();
   });
   idleMinutes_ = new QSpinBox(page);
+  idleMinutes_->setObjectName("idleMinutesSpin");
   idleMinutes_->setRange(1, 24 * 60);
   idleMinutes_->setValue(30);
   idleMinutes_->setSuffix(tr(" min idle warns"));
-  connect(idleMinutes_, qOverload<int>(&QSpinBox::valueChanged), this,
-          [this](int m) { boxes_->setIdleThresholdSeconds(m * 60.0); });
-  row->addWidget(command_, 1);
-  row->addWidget(idleMinutes_);
-  row->addWidget(teardown);
-  v->addLayout(row);
+  connect(idleMinutes_, qOverload<int>(&QSpinBox::valueChanged), this, [this](int m) {
+    boxes_->setIdleThresholdSeconds(m * 60.0);
+    saveSetting(kIdleKey, QString::number(m));
+  });
+  auto* teardown = button(tr("Tear down…"), "teardownButton");
+  connect(teardown, &QPushButton::clicked, this, [this] {
+    if (const int row = requireBox(tr("tear down")); row >= 0) teardownBox(row);
+  });
+  top->addWidget(add);
+  top->addWidget(showEnded_);
+  top->addStretch();
+  top->addWidget(idleMinutes_);
+  top->addWidget(teardown);
+  v->insertLayout(0, top);
+  auto* run = new QHBoxLayout;
+  command_ = new QLineEdit(page);
+  command_->setObjectName("commandEdit");
+  command_->setPlaceholderText(tr("command to run on the selected box"));
+  auto* runButton = button(tr("Run"), "runButton");
+  auto runIt = [this] {
+    if (const int row = requireBox(tr("run a command on")); row >= 0) runOnBox(row, command_->text());
+  };
+  connect(command_, &QLineEdit::returnPressed, this, runIt);
+  connect(runButton, &QPushButton::clicked, this, runIt);
+  run->addWidget(command_, 1);
+  run->addWidget(runButton);
+  v->addLayout(run);
+  auto* files = new QHBoxLayout;
+  remotePath_ = new QLineEdit(page);
+  remotePath_->setObjectName("remotePathEdit");
+  remotePath_->setPlaceholderText(tr("path on the box (relative to the login folder)"));
+  auto* push = button(tr("Push file…"), "pushButton");
+  auto* pull = button(tr("Pull file…"), "pullButton");
+  connect(push, &QPushButton::clicked, this, [this] {
+    if (const int row = requireBox(tr("push a file to")); row >= 0) pushToBox(row);
+  });
+  connect(pull, &QPushButton::clicked, this, [this] {
+    if (const int row = requireBox(tr("pull a file from")); row >= 0) pullFromBox(row);
+  });
+  files->addWidget(remotePath_, 1);
+  files->addWidget(push);
+  files->addWidget(pull);
+  v->addLayout(files);
   total_ = new QLabel(page);
   total_->setObjectName("totalCost");
+  total_->setWordWrap(true);
   v->addWidget(total_);
   tabs->addTab(page, tr("Boxes"));
 }
 
-void VenuesPanel::buildLadderTab(QTabWidget* tabs) {
-  auto* page = new QWidget(tabs);
-  auto* v = new QVBoxLayout(page);
-  ladder_ = new QTableWidget(0, 7, page);
-  ladder_->setObjectName("ladderTable");
-  ladder_->setHorizontalHeaderLabels(
-      {tr("Venue"), tr("Kind"), tr("Availability"), tr("$/h"), tr("Spot $/h"), tr("Quota"), tr("Probed")});
-  ladder_->setEditTriggers(QAbstractItemView::NoEditTriggers);
-  ladder_->setSelectionBehavior(QAbstractItemView::SelectRows);
-  ladder_->horizontalHeader()->setStretchLastSection(true);
-  connect(ladder_, &QTableWidget::currentCellChanged, this, [this](int r, int, int, int) { showTimeline(r); });
-  timeline_ = new QListWidget(page);
-  timelineSummary_ = new QLabel(page);
-  v->addWidget(ladder_, 2);
-  v->addWidget(new QLabel(tr("Timeline"), page));
-  v->addWidget(timeline_, 1);
-  v->addWidget(timelineSummary_);
-  tabs->addTab(page, tr("Ladder"));
+QTableWidget* VenuesPanel::ladderTable() const { return ladder_->ladderTable(); }
+QString VenuesPanel::timelineSummary() const { return ladder_->timelineSummary(); }
+QString VenuesPanel::statusText() const { return status_->text(); }
+bool VenuesPanel::busy() const { return !job_.isNull(); }
+
+void VenuesPanel::setStatus(const QString& text) {
+  statusIsHint_ = false;
+  status_->setText(text);
+}
+
+void VenuesPanel::hint(const QString& text) {
+  setStatus(text);
+  statusIsHint_ = true;
 }
 
 void VenuesPanel::setProviderSettings(const QString& apiUrl, const QString& team, const QString& apiKeyEnv) {
   apiUrl_->setText(apiUrl);
   team_->setText(team);
   apiKeyEnv_->setText(apiKeyEnv);
+  saveSetting(kApiUrlKey, apiUrl);
+  saveSetting(kTeamKey, team);
+  saveSetting(kKeyVarKey, apiKeyEnv);
 }
 
-QString VenuesPanel::statusText() const { return status_->text(); }
-QString VenuesPanel::timelineSummary() const { return timelineSummary_->text(); }
-void VenuesPanel::setStatus(const QString& text) { status_->setText(text); }
+void VenuesPanel::loadSettings() {
+  auto* lab = session_->store();
+  if (!lab) return;
+  loadingSettings_ = true;
+  auto value = [lab](const char* key) { return QString::fromStdString(lab->setting(key)); };
+  apiUrl_->setText(value(kApiUrlKey).isEmpty() ? QString::fromLatin1("https://admin.hotaisle.app/api") : value(kApiUrlKey));
+  team_->setText(value(kTeamKey));
+  apiKeyEnv_->setText(value(kKeyVarKey).isEmpty() ? QString::fromLatin1(providers::kHotAisleKeyVar) : value(kKeyVarKey));
+  idleMinutes_->setValue(value(kIdleKey).isEmpty() ? 30 : value(kIdleKey).toInt());
+  providerTimeout_->setValue(value(kTimeoutKey).isEmpty() ? 90 : value(kTimeoutKey).toInt());
+  showEnded_->setChecked(value(kShowEndedKey) == "1");
+  loadingSettings_ = false;
+}
+
+void VenuesPanel::saveSetting(const char* key, const QString& value) {
+  auto* lab = session_->store();
+  if (!lab || loadingSettings_) return;
+  try {
+    lab->setSetting(key, value.toStdString());
+  } catch (const std::exception& e) {
+    setStatus(tr("Could not keep the setting in the lab: %1").arg(QString::fromStdString(e.what())));
+  }
+}
 
 void VenuesPanel::post(std::function<void()> fn) { QMetaObject::invokeMethod(this, std::move(fn), Qt::QueuedConnection); }
 
 void VenuesPanel::appendLog(const QString& box, const QString& text) {
   logs_[box] += text;
-  const int row = selectedBoxRow();
-  if (row >= 0 && QString::fromStdString(boxes_->row(row).box.name) == box) log_->setPlainText(logs_[box]);
+  const auto sel = boxesTable_->selectionModel()->selectedRows();
+  if (sel.isEmpty() || QString::fromStdString(boxes_->row(sel.first().row()).box.name) != box) return;
+  // Follow new output, unless the reader scrolled up to read something.
+  auto* bar = log_->verticalScrollBar();
+  const bool following = bar->value() >= bar->maximum() - 2;
+  QTextCursor end(log_->document());
+  end.movePosition(QTextCursor::End);
+  end.insertText(text);
+  if (following) bar->setValue(bar->maximum());
 }
 
-int VenuesPanel::selectedBoxRow() const {
+int VenuesPanel::requireBox(const QString& action) {
   const auto sel = boxesTable_->selectionModel()->selectedRows();
-  return sel.isEmpty() ? -1 : sel.first().row();
+  if (sel.isEmpty()) {
+    hint(boxes_->rowCount() == 0 ? tr("No box to %1: add one or rent one from Offers").arg(action)
+                                 : tr("Select a box to %1 first").arg(action));
+    return -1;
+  }
+  return sel.first().row();
+}
+
+void VenuesPanel::setBusyUi(bool busy) {
+  fetch_->setEnabled(!busy);
+  provision_->setEnabled(!busy);  // no second rent while one is in flight
+  for (auto* b : boxActions_) b->setEnabled(!busy);
+  progress_->setVisible(busy);
+  cancel_->setVisible(busy);
+  cancel_->setEnabled(busy);
+  if (busy) progress_->setRange(0, 0);
+}
+
+void VenuesPanel::setTransferProgress(std::uint64_t done, std::uint64_t total) {
+  progress_->setRange(0, 1000);
+  progress_->setValue(total ? static_cast<int>(1000.0 * static_cast<double>(done) / static_cast<double>(total)) : 0);
 }
 
 void VenuesPanel::startJob(const QString& label, Work work, Done done) {
-  if (job_) return setStatus(tr("Busy: %1").arg(status_->text()));
-  auto* job = new Job;
+  if (job_) return hint(tr("Busy: %1 (Cancel it first)").arg(job_->label()));
+  auto* job = new BackgroundJob(label, std::move(work), this);
   job_ = job;
   setStatus(label + "…");
-  progress_->setVisible(true);
-  cancel_->setVisible(true);
-  job->thread = QThread::create([job, work] {
-    try {
-      work(*job);
-    } catch (const std::exception& e) {
-      job->error = QString::fromStdString(e.what());
-    }
-  });
-  connect(job->thread, &QThread::finished, this, [this, job, done, label] {
-    job->thread->deleteLater();
-    const QString error = job->error;
+  setBusyUi(true);
+  connect(job, &BackgroundJob::finished, this, [this, job, done, label](const QString& error) {
     job_ = nullptr;
-    delete job;
-    progress_->setVisible(false);
-    cancel_->setVisible(false);
+    job->deleteLater();
+    setBusyUi(false);
     setStatus(error.isEmpty() ? label + tr(": done") : error);
     done(error);
     emit jobFinished(error.isEmpty(), error.isEmpty() ? label : error);
   });
-  job->thread->start();
+  job->start();
 }
 
 void VenuesPanel::cancelJob() {
-  if (job_) job_->cancel = true;
+  if (!job_) return;
+  job_->cancel();
+  cancel_->setEnabled(false);
+  setStatus(tr("Cancelling %1…").arg(job_->label()));
 }
 
 void VenuesPanel::refresh() {
+  reloadBoxes();
+  ladder_->refresh();
+}
+
+void VenuesPanel::reloadBoxes() {
   auto* lab = session_->store();
   if (!lab) {
     boxes_->setRows({});
-    ladder_->setRowCount(0);
     total_->setText(tr("Open a lab to record boxes and their cost."));
     return;
   }
+  const auto sel = boxesTable_->selectionModel()->selectedRows();
+  const std::int64_t keep = sel.isEmpty() ? 0 : boxes_->row(sel.first().row()).box.id;
   venues::VenueStore store(*lab);
   const double now = nowEpoch();
   std::vector<BoxesModel::Row> rows;
-  for (const auto& b : store.boxes()) rows.push_back({b, store.meter(b, now), store.idleSeconds(b, now)});
+  for (const auto& b : store.boxes(showEnded_->isChecked()))
+    rows.push_back({b, store.meter(b, now), b.active() ? store.idleSeconds(b, now) : 0.0});
   boxes_->setRows(std::move(rows));
-  const auto venues = store.venues();
-  ladder_->setRowCount(static_cast<int>(venues.size()));
-  for (int r = 0; r < static_cast<int>(venues.size()); ++r) {
-    const auto& v = venues[static_cast<size_t>(r)];
-    const QStringList cells = {QString::fromStdString(v.name), QString::fromStdString(v.kind),
-                               QString::fromStdString(v.availability),
-                               v.pricePerHour ? money(*v.pricePerHour) : QString(),
-                               v.spotPricePerHour ? money(*v.spotPricePerHour) : QString(),
-                               QString::fromStdString(v.quota), QString::fromStdString(v.probedAt)};
-    for (int c = 0; c < cells.size(); ++c) ladder_->setItem(r, c, new QTableWidgetItem(cells[c]));
-  }
-  tickMeter();
-}
-
-void VenuesPanel::tickMeter() {
-  auto* lab = session_->store();
-  if (!lab || boxes_->rowCount() == 0) {
-    total_->setText(tr("No boxes. Rent one from Offers or add one with crosslab-cli box add."));
+  for (int r = 0; keep && r < boxes_->rowCount(); ++r)
+    if (boxes_->row(r).box.id == keep && !boxesTable_->selectionModel()->isRowSelected(r, {})) boxesTable_->selectRow(r);
+  if (boxes_->rowCount() == 0) {
+    total_->setText(tr("No boxes. Rent one from Offers, or Add box… for a machine reachable by SSH."));
     return;
   }
-  venues::VenueStore store(*lab);
-  const double now = nowEpoch();
-  std::vector<BoxesModel::Row> rows;
-  for (int r = 0; r < boxes_->rowCount(); ++r) {
-    const auto& b = boxes_->row(r).box;
-    rows.push_back({b, store.meter(b, now), store.idleSeconds(b, now)});
-  }
-  boxes_->setRows(std::move(rows));
-  QString text = tr("Running cost %1 across %2 box(es)").arg(money(boxes_->totalCost())).arg(boxes_->rowCount());
+  int active = 0;
+  for (int r = 0; r < boxes_->rowCount(); ++r) active += boxes_->row(r).box.active();
+  QString text = tr("Running cost %1 across %2 active box(es)").arg(money(boxes_->activeCost())).arg(active);
   if (const int idle = boxes_->idleCount()) text += tr(" — %1 idle and still billing").arg(idle);
   total_->setText(text);
 }
 
-void VenuesPanel::showTimeline(int ladderRow) {
-  timeline_->clear();
-  auto* lab = session_->store();
-  if (!lab || ladderRow < 0 || !ladder_->item(ladderRow, 0)) return;
-  venues::VenueStore store(*lab);
-  const auto milestones = store.timeline(ladder_->item(ladderRow, 0)->text().toStdString());
-  for (const auto& m : milestones)
-    timeline_->addItem(QString::fromStdString(venues::formatUtc(m.at) + "  " + m.name));
-  const auto s = venues::summarizeTimeline(milestones);
-  timelineSummary_->setText(milestones.size() < 2 ? QString()
-                                                  : tr("Elapsed %1, active human time %2")
-                                                        .arg(formatDuration(s.elapsedSeconds))
-                                                        .arg(formatDuration(s.activeSeconds)));
+// The meter: what each box costs now, read from the lab each second (another process
+// may have ended a life or added a box meanwhile).
+void VenuesPanel::tickMeter() { reloadBoxes(); }
+
+std::vector<venues::BoxRow> VenuesPanel::billingBoxes() const {
+  std::vector<venues::BoxRow> out;
+  for (int r = 0; r < boxes_->rowCount(); ++r)
+    if (boxes_->row(r).box.billing()) out.push_back(boxes_->row(r).box);
+  return out;
 }
 
-namespace {
-
-// Provider options from the form; the key is read from the named variable, never kept.
-// An empty key is looked up in the OS keyring by the worker (withKey), off the GUI thread.
-providers::HotAisleOptions providerOptions(const QString& url, const QString& team, const QString& keyVar) {
+providers::HotAisleOptions VenuesPanel::formOptions() const {
   providers::HotAisleOptions o;
-  o.baseUrl = url;
-  o.team = team;
-  o.apiKey = qEnvironmentVariable(keyVar.toUtf8().constData());
+  o.baseUrl = apiUrl_->text().trimmed();
+  o.team = team_->text().trimmed();
+  o.deadlineMs = providerTimeout_->value() * 1000;
+  o.timeoutMs = std::min(o.timeoutMs, o.deadlineMs);
   return o;
 }
-
-// Worker side: the keyring when the environment had no key.
-providers::HotAisleOptions withKey(providers::HotAisleOptions o) {
-  if (!o.apiKey.isEmpty()) return o;
-  const auto r = secrets::readSecret(QStringLiteral("hotaisle-api-key"));
-  if (!r.ok)
-    throw std::runtime_error("no API key: set HOTAISLE_API_KEY before starting crosslab, or run "
-                             "'crosslab-cli secrets set hotaisle-api-key' (" + r.error.toStdString() + ")");
-  o.apiKey = r.value;
-  return o;
-}
-
-}  // namespace
 
 void VenuesPanel::fetchOffers() {
-  const providers::HotAisleOptions opt = providerOptions(apiUrl_->text(), team_->text(), apiKeyEnv_->text());
+  providers::HotAisleOptions opt = formOptions();
+  const QString keyVar = apiKeyEnv_->text();
   auto result = std::make_shared<std::vector<providers::Offer>>();
-  startJob(tr("Fetching offers"), [opt, result](Job&) { *result = providers::HotAisleClient(withKey(opt)).offers(); },
-           [this, result](const QString& error) {
-             if (error.isEmpty()) offers_->setOffers(*result);
-           });
+  offers_->setOffers({});  // nothing stale stays provisionable while fetching
+  startJob(
+      tr("Fetching offers"),
+      [opt, keyVar, result](const std::atomic<bool>& cancel) mutable {
+        opt.cancel = &cancel;
+        opt.apiKey = providers::hotAisleKey(keyVar);
+        *result = providers::HotAisleClient(opt).offers();
+      },
+      [this, result](const QString& error) {
+        if (!error.isEmpty()) return;
+        offers_->setOffers(*result);
+        if (auto* lab = session_->store()) {
+          venues::VenueStore store(*lab);
+          providers::recordOffersProbe(store, *result);
+          ladder_->refresh();
+        }
+        setStatus(tr("%n offer(s) on the shelf", nullptr, static_cast<int>(result->size())));
+      });
 }
 
 void VenuesPanel::provisionOffer(int viewRow) {
   auto* lab = session_->store();
-  if (!lab) return setStatus(tr("Open a lab first: every box life is recorded in it"));
+  if (!lab) return hint(tr("Open a lab first: every box life is recorded in it"));
+  if (job_) return hint(tr("Busy: %1 (Cancel it first)").arg(job_->label()));
   const int src = offersProxy_->mapToSource(offersProxy_->index(viewRow, 0)).row();
-  if (src < 0) return;
+  if (src < 0) return hint(tr("Choose an offer first"));
   const providers::Offer offer = offers_->offer(src);
-  const providers::HotAisleOptions opt = providerOptions(apiUrl_->text(), team_->text(), apiKeyEnv_->text());
-  const QString text = tr("Rent %1× %2 at %3/h?\n\nBilling starts now and is at least %4 minute(s) (%5), "
-                          "and runs until you tear the box down.")
-                           .arg(offer.gpuCount).arg(QString::fromStdString(offer.gpuModel)).arg(money(offer.pricePerHour))
-                           .arg(offer.minMinutes).arg(money(offer.pricePerHour * offer.minMinutes / 60.0));
-  if (!confirm_(tr("Provision"), text)) return setStatus(tr("Provisioning cancelled"));
+  if (!confirm_(tr("Provision"), rentQuestion(offer))) return setStatus(tr("Provisioning cancelled: nothing rented"));
+  providers::HotAisleOptions opt = formOptions();
+  const QString keyVar = apiKeyEnv_->text();
+  venues::VenueStore store(*lab);
+  std::set<std::string> known;
+  for (const auto& b : store.boxes())
+    if (b.rented()) known.insert(b.providerVm);
+  store.addMilestone(providers::kHotAisle, venues::milestone::kProvisionRequest, store::utcNow(),
+                     offer.gpuModel + " x" + std::to_string(offer.gpuCount));
+  auto boxId = std::make_shared<std::int64_t>(0);
   auto vmName = std::make_shared<std::string>();
   const int pollMs = pollMs_;
+  // Records a VM as a box life (on the GUI thread); its id.
+  auto record = [this, offer, keyVar](providers::HotAisleOptions o, providers::Vm vm) {
+    venues::VenueStore s(*session_->store());
+    auto b = providers::boxForVm(s, vm, offer, o, keyVar);
+    if (!vm.state.empty() && vm.state != "provisioning") b.state = vm.state;
+    b.id = s.addBox(b);
+    s.noteLifeMilestone(b, venues::milestone::kProvisioned, vm.name);
+    return b.id;
+  };
   startJob(
       tr("Provisioning %1× %2").arg(offer.gpuCount).arg(QString::fromStdString(offer.gpuModel)),
-      [this, opt, offer, vmName, pollMs](Job& job) {
-        providers::HotAisleClient client(withKey(opt));
-        const auto vm = client.provision(offer);
+      [this, opt, keyVar, offer, known, boxId, vmName, pollMs, record](const std::atomic<bool>& cancel) mutable {
+        opt.cancel = &cancel;
+        opt.apiKey = providers::hotAisleKey(keyVar);
+        const auto outcome = providers::provisionOnce(opt, offer, known);
+        if (!outcome.vm) {
+          post([this, outcome, opt, record] {  // probably ours: watch their meters
+            for (auto vm : outcome.appeared) {
+              if (vm.state.empty()) vm.state = "unknown";
+              record(opt, vm);
+            }
+            refresh();
+          });
+          throw std::runtime_error(providers::describeOutcome(outcome));
+        }
+        const auto vm = *outcome.vm;
         *vmName = vm.name;
-        post([this, vm, offer, team = opt.team.toStdString()] {  // billing from here: record it now
-          venues::VenueStore store(*session_->store());
-          venues::BoxRow b;
-          b.venueId = store.ensureVenue("hotaisle", "cloud", "hotaisle");
-          b.name = b.providerVm = vm.name;
-          b.host = vm.ipAddress;
-          b.user = "hotaisle";
-          b.gpuModel = offer.gpuModel;
-          b.gpuCount = offer.gpuCount;
-          b.pricePerHour = offer.pricePerHour;
-          b.minMinutes = offer.minMinutes;
-          b.state = "provisioning";
-          b.team = team;
-          store.addMilestone("hotaisle", "provision request", store::utcNow());
-          store.addBox(b);
+        post([this, vm, opt, boxId, record] {  // billing from here: record it now
+          *boxId = record(opt, vm);
           appendLog(QString::fromStdString(vm.name), tr("provisioned at %1\n").arg(QString::fromStdString(vm.ipAddress)));
           refresh();
         });
-        client.waitRunning(vm.name, pollMs, 900, &job.cancel, [this, name = vm.name](const std::string& s) {
+        providers::HotAisleClient client(opt);
+        client.waitRunning(vm.name, pollMs, 900, &cancel, [this, name = vm.name](const std::string& s) {
           post([this, name, s] { appendLog(QString::fromStdString(name), QString::fromStdString("state: " + s + "\n")); });
         });
       },
-      [this, vmName](const QString& error) {
+      [this, boxId, vmName](const QString& error) {
         auto* lab2 = session_->store();
-        if (!lab2 || vmName->empty()) return;
-        venues::VenueStore store(*lab2);
-        if (auto box = store.activeBox(*vmName); box && error.isEmpty()) store.markReady(box->id, box->host);
+        if (!lab2 || !*boxId) return refresh();
+        venues::VenueStore lives(*lab2);
+        auto box = lives.box(*boxId);
+        if (box && box->active() && error.isEmpty()) {
+          lives.markReady(box->id, box->host);
+          lives.noteLifeMilestone(*box, venues::milestone::kRunning);
+        }
         if (!error.isEmpty())
           appendLog(QString::fromStdString(*vmName), tr("%1\nThe VM may still exist and bill: tear it down.\n").arg(error));
         refresh();
       });
 }
 
-void VenuesPanel::teardownBox(int row) {
-  if (row < 0 || row >= boxes_->rowCount()) return;
-  const auto r = boxes_->row(row);
-  const QString name = QString::fromStdString(r.box.name);
-  const QString text = r.box.providerVm.empty()
-                           ? tr("Forget the box %1? Nothing is deleted on the machine.").arg(name)
-                           : tr("Tear down %1? The VM is deleted at the provider and its data is lost.\n\n"
-                                "This life has cost %2 so far (%3 billed).")
-                                 .arg(name).arg(money(r.meter.usd)).arg(formatDuration(r.meter.billedHours * 3600));
-  if (!confirm_(tr("Tear down"), text)) return;
-  const std::int64_t id = r.box.id;
-  auto finish = [this, id, name](const QString& error, const char* state) {
-    if (!error.isEmpty() || !session_->store()) return;
-    const double usd = venues::VenueStore(*session_->store()).endBox(id, state, nowEpoch());
-    appendLog(name, tr("%1; this life cost %2\n").arg(QString::fromLatin1(state)).arg(money(usd)));
-    refresh();
-  };
-  if (r.box.providerVm.empty()) return finish({}, "removed");
-  const providers::HotAisleOptions opt = providerOptions(apiUrl_->text(), QString::fromStdString(r.box.team), apiKeyEnv_->text());
-  auto gone = std::make_shared<bool>(false);
-  startJob(tr("Tearing down %1").arg(name),
-           [opt, vm = r.box.providerVm, gone](Job&) { *gone = !providers::HotAisleClient(withKey(opt)).remove(vm); },
-           [finish, gone, this, name](const QString& error) {
-             if (*gone) appendLog(name, tr("the VM was already gone\n"));
-             finish(error, "deleted");
-           });
+void VenuesPanel::waitForJob() {
+  if (!job_) return;
+  QEventLoop wait;
+  connect(this, &VenuesPanel::jobFinished, &wait, &QEventLoop::quit);
+  if (job_) wait.exec();
 }
 
-void VenuesPanel::runOnBox(int row, const QString& command, bool acceptNewHostKey) {
-  runOnBoxWith(row, command, acceptNewHostKey, nullptr);
-}
-
-void VenuesPanel::runOnBoxWith(int row, const QString& command, bool acceptNewHostKey,
-                               std::shared_ptr<std::string> passphrase) {
-  if (row < 0 || row >= boxes_->rowCount() || command.trimmed().isEmpty()) return;
-  if (job_) return setStatus(tr("Busy: %1").arg(status_->text()));
-  const auto box = boxes_->row(row).box;
-  const QString name = QString::fromStdString(box.name);
-  if (auto hit = venues::SecretGuard::fromEnvironment().findIn(command.toStdString()))
-    return setStatus(tr("Refused: the command contains %1; secrets stay on this machine").arg(QString::fromStdString(*hit)));
-  ssh::SshTarget t{box.host, box.port, box.user, box.keyFile, knownHosts_.toStdString(), acceptNewHostKey, 15, {}};
-  // An encrypted key: ask here, on the GUI thread, before the worker connects; the worker
-  // reads the answer once and it is wiped as soon as the connection is authenticated.
-  if (!passphrase && !box.keyFile.empty() && ssh::keyIsEncrypted(box.keyFile)) {
-    auto answer = askPassphrase_ ? askPassphrase_(QString::fromStdString(box.keyFile)) : std::nullopt;
-    if (!answer) return setStatus(tr("Cancelled: no passphrase for %1").arg(QString::fromStdString(box.keyFile)));
-    passphrase = std::make_shared<std::string>(answer->toStdString());
-    answer->fill(QChar(u'\0'));
+bool VenuesPanel::confirmClose(const QString& action) {
+  if (!session_->store()) return true;
+  reloadBoxes();
+  const auto billing = billingBoxes();
+  if (billing.empty()) return true;
+  std::vector<double> costs;
+  const double now = nowEpoch();
+  venues::VenueStore store(*session_->store());
+  for (const auto& b : billing) costs.push_back(store.meter(b, now).usd);
+  const CloseChoice choice = askClose_(billingQuestion(action, billing, costs));
+  if (choice == CloseChoice::Cancel) return false;
+  if (choice == CloseChoice::LeaveRunning) return true;
+  if (job_) {
+    job_->cancel();
+    waitForJob();
   }
-  if (passphrase) t.askPassphrase = [passphrase](const std::string&) { return *passphrase; };
-  if (session_->store()) venues::VenueStore(*session_->store()).touchBox(box.id, "exec", command.left(200).toStdString());
-  appendLog(name, "$ " + command + "\n");
-  auto status = std::make_shared<int>(-1);
-  startJob(
-      tr("Running on %1").arg(name),
-      [this, t, name, command, status, passphrase](Job& job) {
-        ssh::SshSession s(t);
-        try {
-          s.connect();
-        } catch (const ssh::HostKeyError&) {
-          throw;  // before authentication: the passphrase may serve a retry
-        } catch (...) {
-          if (passphrase) ssh::wipe(*passphrase);
-          throw;
-        }
-        if (passphrase) ssh::wipe(*passphrase);  // authenticated: not needed again
-        auto sink = [this, name](const char* d, std::size_t n) {
-          const QString text = QString::fromUtf8(d, static_cast<int>(n));
-          post([this, name, text] { appendLog(name, text); });
-        };
-        *status = s.exec(command.toStdString(), sink, sink, &job.cancel);
-      },
-      [this, row, name, command, status, acceptNewHostKey, passphrase](const QString& error) {
-        if (error.isEmpty()) return appendLog(name, tr("[exit %1]\n").arg(*status));
-        appendLog(name, error + "\n");
-        // Unknown host: ask. The host key is checked before the key is opened, so the
-        // passphrase asked already serves the retry. A changed key is never offered.
-        if (!acceptNewHostKey && error.contains("unknown host key") && confirm_(tr("Unknown host key"), error))
-          return runOnBoxWith(row, command, true, passphrase);
-        if (passphrase) ssh::wipe(*passphrase);
-      });
+  // Tear down every rented one, one after the other; the window stays alive meanwhile.
+  bool allEnded = true;
+  for (const auto& b : billing) {
+    if (!b.rented()) continue;
+    teardownConfirmed(b);
+    waitForJob();
+    const auto after = store.box(b.id);
+    allEnded = allEnded && after && !after->active();
+  }
+  reloadBoxes();
+  if (!allEnded) setStatus(tr("Not every box could be torn down (see its log): %1 did not go ahead").arg(action));
+  return allEnded;
 }
 
 }  // namespace crosslab::widgets

@@ -103,6 +103,37 @@ class TestVenuesPanel : public QObject {
     QCOMPARE(ledgerRows(s), qint64{1});
   }
 
+  void closingWithABillingBoxAsksAndCanTearItDown() {
+    LabSession s;
+    QString err;
+    QVERIFY(s.requestCreate(tmp_.filePath("lab7"), "lab7", &err));
+    auto p = panel(s);
+    QVERIFY(p->confirmClose("Quit"));  // nothing bills: no question
+    p->fetchOffers();
+    QTRY_VERIFY_WITH_TIMEOUT(!p->busy(), 30000);
+    p->provisionOffer(viewRowWithPrice(*p, 2.99));
+    QTRY_VERIFY_WITH_TIMEOUT(!p->busy(), 30000);
+    QCOMPARE(p->billingBoxes().size(), size_t{1});
+    const QString name = QString::fromStdString(p->billingBoxes()[0].name);
+    QStringList questions;
+    auto answer = VenuesPanel::CloseChoice::Cancel;
+    p->setCloseAsker([&](const QString& text) {
+      questions << text;
+      return answer;
+    });
+    QVERIFY(!p->confirmClose("Quit"));
+    QVERIFY2(questions.value(0).contains(name) && questions.value(0).contains("$2.99/h") &&
+                 questions.value(0).contains("so far") && questions.value(0).contains("Quit anyway?"),
+             qPrintable(questions.value(0)));
+    answer = VenuesPanel::CloseChoice::LeaveRunning;
+    QVERIFY(p->confirmClose("Quit"));
+    QCOMPARE(p->billingBoxes().size(), size_t{1});  // still billing, still recorded
+    answer = VenuesPanel::CloseChoice::TearDown;
+    QVERIFY(p->confirmClose("Close the lab"));
+    QVERIFY(p->billingBoxes().empty());
+    QCOMPARE(ledgerRows(s), qint64{1});
+  }
+
   void declinedConfirmationSendsNothing() {
     LabSession s;
     QString err;
@@ -162,16 +193,21 @@ class TestVenuesPanel : public QObject {
     b.state = "ready";
     b.provisionedAt = b.readyAt = "2026-01-01T00:00:00Z";  // long ago: idle ever since
     store.addBox(b);
+    crosslab::venues::BoxRow ws = b;  // a workstation: no price, idle as long, not billing
+    ws.name = "workstation";
+    ws.pricePerHour.reset();
+    store.addBox(ws);
     auto p = panel(s);
     p->refresh();
     auto* ladder = p->ladderTable();
-    QCOMPARE(ladder->rowCount(), 3);  // aws, hotaisle, spark
+    QCOMPARE(ladder->rowCount(), 3);  // aws, hotaisle, spark (the workstation shares spark's venue)
     int hot = -1;
     for (int r = 0; r < ladder->rowCount(); ++r)
       if (ladder->item(r, 0)->text() == "hotaisle") hot = r;
     ladder->setCurrentCell(hot, 0);
     QVERIFY2(p->timelineSummary().contains("active human time 17 m 00 s"), qPrintable(p->timelineSummary()));
-    QCOMPARE(p->boxesModel()->idleCount(), 1);
+    QCOMPARE(p->boxesModel()->idleCount(), 1);  // the priced one only
+    QCOMPARE(p->billingBoxes().size(), size_t{1});
     QVERIFY(p->findChild<QLabel*>("totalCost")->text().contains("idle and still billing"));
   }
 
@@ -199,7 +235,9 @@ class TestVenuesPanel : public QObject {
     QTRY_VERIFY_WITH_TIMEOUT(p->boxLog("loop").contains("[exit 0]"), 30000);
     QVERIFY(p->boxLog("loop").contains("hello from the box"));
     QCOMPARE(asked_.size(), 1);
-    QVERIFY(asked_[0].contains("unknown host key"));
+    QVERIFY2(asked_[0].contains("has not connected to") && asked_[0].contains("SHA256:") &&
+                 asked_[0].contains("Yes trusts this key"),
+             qPrintable(asked_[0]));
     QTRY_VERIFY_WITH_TIMEOUT(!p->busy(), 30000);
     // A planted secret never leaves.
     qputenv("CROSSLAB_TEST_API_TOKEN", "tok-0123456789abcdef");
@@ -254,7 +292,7 @@ class TestVenuesPanel : public QObject {
     QCOMPARE(dialogs, 1);  // asked once, though the unknown host key made it connect twice
     QVERIFY(passwordMode);
     QCOMPARE(asked_.size(), 1);
-    QVERIFY(asked_[0].contains("unknown host key"));
+    QVERIFY(asked_[0].contains("SHA256:"));
     QTRY_VERIFY_WITH_TIMEOUT(!p->busy(), 30000);
 
     // A wrong passphrase: a clear error in the log and the status line.
