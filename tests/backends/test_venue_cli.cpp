@@ -3,6 +3,8 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QFile>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include "hotaisle_standin.h"
@@ -151,6 +153,47 @@ class TestVenueCli : public QObject {
     QCOMPARE(QJsonDocument::fromJson(r.out).array().size(), 0);
     r = cli({"lab", "info", home_.filePath("home"), "--json"});
     QCOMPARE(QJsonDocument::fromJson(r.out).object().value("counts").toObject().value("ledger").toInt(), 1);
+  }
+
+  void aRentAnswered500IsSentOnceAndTheVmItLeftIsRecorded() {
+    const int posts = hotaisle_.provisionPosts();
+    hotaisle_.failProvisionAfterCreate(500);
+    auto r = cli(QStringList{"venues", "provision"} + provider() + QStringList{"--offer", "0", "--poll-ms", "10"});
+    QCOMPARE(r.code, 1);
+    QCOMPARE(hotaisle_.provisionPosts() - posts, 1);
+    QVERIFY2(r.err.contains("HTTP 500") && r.err.contains("not repeated") && r.err.contains("recorded as box lives"),
+             r.err.constData());
+    QCOMPARE(r.err.trimmed().count('\n'), 0);  // one line
+    r = cli({"venues", "list", "--json"});
+    const auto boxes = QJsonDocument::fromJson(r.out).array();
+    QCOMPARE(boxes.size(), 1);
+    const QString name = boxes[0].toObject().value("name").toString();
+    QVERIFY2(r.out.contains("2.99"), r.out.constData());
+    // Deleted once from here (its record knows where), booked once.
+    r = cli({"venues", "delete", name, "--json"});
+    QVERIFY2(r.code == 0, r.err.constData());
+    QCOMPARE(QJsonDocument::fromJson(r.out).object().value("booked_now").toBool(), true);
+    r = cli({"venues", "list", "--json"});
+    QCOMPARE(QJsonDocument::fromJson(r.out).array().size(), 0);
+  }
+
+  void timelineImportIsAllOrNothing() {
+    QTemporaryDir d;
+    QFile good(d.filePath("t.jsonl")), bad(d.filePath("bad.txt"));
+    QVERIFY(good.open(QIODevice::WriteOnly) && bad.open(QIODevice::WriteOnly));
+    good.write("{\"milestone\": \"account created\", \"at\": \"2026-02-01T00:45:14Z\"}\n"
+               "2026-02-01T22:30:00Z key minted\n");
+    bad.write("2026-02-01T22:39:40Z provision request\nlater first token\n");
+    good.close();
+    bad.close();
+    auto r = cli({"venues", "timeline", "imported-venue", "--import", bad.fileName()});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("line 2") && r.err.contains("nothing imported"), r.err.constData());
+    r = cli({"venues", "timeline", "imported-venue", "--import", good.fileName(), "--json"});
+    QCOMPARE(r.code, 0);
+    const auto t = QJsonDocument::fromJson(r.out).object().value("milestones").toArray();
+    QCOMPARE(t.size(), 2);
+    QCOMPARE(t[1].toObject().value("source").toString(), QString("imported"));
   }
 
   void provisionWithUnknownGpuFails() {
