@@ -42,7 +42,8 @@ LadderView::LadderView(backends::LabSession* session, QWidget* parent) : QWidget
   ladder_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   ladder_->setSelectionBehavior(QAbstractItemView::SelectRows);
   ladder_->setSelectionMode(QAbstractItemView::SingleSelection);
-  ladder_->horizontalHeader()->setStretchLastSection(true);
+  ladder_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  ladder_->horizontalHeader()->setSectionResizeMode(Notes, QHeaderView::Stretch);
   ladder_->verticalHeader()->setVisible(false);
   connect(ladder_, &QTableWidget::currentCellChanged, this, [this](int r, int, int, int) { showVenue(r); });
   auto* split = new QSplitter(Qt::Horizontal, this);
@@ -121,7 +122,6 @@ void LadderView::refresh() {
     }
     if (cells[Venue] == keep) select = r;
   }
-  ladder_->resizeColumnsToContents();
   ladder_->setCurrentCell(select, 0);
   showVenue(select);
 }

@@ -99,8 +99,9 @@ VenuesPanel::VenuesPanel(backends::LabSession* session, QWidget* parent)
   tabs_->addTab(ladder_, tr("Ladder"));
   connect(ladder_, &LadderView::status, this, &VenuesPanel::setStatus);
   // A hint belongs to the tab it was given on.
-  connect(tabs_, &QTabWidget::currentChanged, this, [this] {
+  connect(tabs_, &QTabWidget::currentChanged, this, [this](int index) {
     if (statusIsHint_ && !job_) setStatus(tr("Ready"));
+    if (tabs_->widget(index) == ladder_) ladder_->refresh();  // what the lab holds now
   });
   layout->addWidget(tabs_, 1);
   auto* bar = new QHBoxLayout;
@@ -204,6 +205,7 @@ void VenuesPanel::buildBoxesTab(QTabWidget* tabs) {
   boxesTable_->setModel(boxes_);
   boxesTable_->setSelectionBehavior(QAbstractItemView::SelectRows);
   boxesTable_->setSelectionMode(QAbstractItemView::SingleSelection);
+  boxesTable_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);  // addresses in full
   boxesTable_->horizontalHeader()->setStretchLastSection(true);
   boxesTable_->verticalHeader()->setVisible(false);
   log_ = new QPlainTextEdit(split);
