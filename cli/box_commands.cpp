@@ -13,6 +13,7 @@
 #include "cli/venue_support.h"
 #include "cli/commands.h"
 #include "backends/ssh/port_forward.h"
+#include "core/util/lab_files.h"
 
 namespace fs = std::filesystem;
 
@@ -122,6 +123,7 @@ int boxPush(const Args& args, Context& ctx) {
   args.expectPositionals(3, 3);
   const std::string name = args.positional(0, "NAME"), src = args.positional(1, "SRC"), dst = args.positional(2, "DST");
   if (!fs::exists(src)) throw std::runtime_error("no such file or folder: " + src);
+  util::refuseLabDatabaseFile(src, "pushing");  // a live database is copied with SQLite, never by reading it
   secretGuard().checkPath(src);  // before anything leaves this machine
   auto lab = openVenueLab(args);
   venues::VenueStore store(lab);
@@ -137,6 +139,10 @@ int boxPush(const Args& args, Context& ctx) {
     const std::string rel = fs::relative(e.path(), src).string();
     const std::string remote = dst + "/" + rel;
     if (e.is_directory()) continue;
+    if (util::isLabDatabaseFile(e.path())) {
+      ctx.err << "skipped " << rel << ": a lab's database is never copied by reading it\n";
+      continue;
+    }
     const auto r = session.run("mkdir -p " + ssh::shellQuote(fs::path(remote).parent_path().string()));
     if (r.status != 0) throw std::runtime_error("cannot create folders on " + name + ": " + r.err);
     session.upload(e.path().string(), remote, progressPrinter(ctx.err, rel));
@@ -147,6 +153,7 @@ int boxPush(const Args& args, Context& ctx) {
 int boxPull(const Args& args, Context& ctx) {
   args.expectPositionals(3, 3);
   const std::string name = args.positional(0, "NAME"), src = args.positional(1, "SRC"), dst = args.positional(2, "DST");
+  util::refuseLabDatabaseFile(fs::is_directory(dst) ? fs::path(dst) / fs::path(src).filename() : fs::path(dst), "pulling into");
   auto lab = openVenueLab(args);
   venues::VenueStore store(lab);
   const auto box = requireBox(store, name);

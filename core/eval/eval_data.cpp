@@ -6,6 +6,7 @@
 #include <set>
 #include <sstream>
 
+#include "core/util/lab_files.h"
 #include "core/util/sha256.h"
 
 namespace crosslab::eval {
@@ -88,6 +89,7 @@ EvalSet parseEvalSet(const std::string& text, const std::string& name) {
 // Streams the file, hashing exactly the bytes it parses (a 165 MB eval set is never held
 // as text, and the hash always names what was read).
 EvalSet loadEvalSet(const std::filesystem::path& path) {
+  if (util::isLabDatabaseFile(path)) throw EvalError(util::labDatabaseRefusal(path, "reading an eval set"));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw EvalError("cannot read " + path.string());
   Sha256 hash;
@@ -124,6 +126,7 @@ std::vector<std::string> modelsOf(const std::vector<OutputRecord>& outputs) {
 }
 
 std::string readFile(const std::filesystem::path& path) {
+  if (util::isLabDatabaseFile(path)) throw EvalError(util::labDatabaseRefusal(path, "reading"));
   std::ifstream in(path, std::ios::binary);
   if (!in) throw EvalError("cannot read " + path.string());
   std::ostringstream ss;
@@ -133,6 +136,7 @@ std::string readFile(const std::filesystem::path& path) {
 }
 
 void writeFileAtomic(const std::filesystem::path& path, const std::string& bytes) {
+  if (util::isLabDatabaseFile(path)) throw EvalError(util::labDatabaseRefusal(path, "writing"));
   auto tmp = path;
   tmp += ".tmp";
   {

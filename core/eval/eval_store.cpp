@@ -106,6 +106,12 @@ bool EvalStore::deleteVerdict(std::int64_t verdictId) {
   return db.scalarInt("SELECT changes()") > 0;
 }
 
+std::string EvalStore::changeStamp() {
+  return lab_.db().scalarText(
+      "SELECT (SELECT count(*) || ':' || coalesce(max(id), 0) FROM samples) || '/' || "
+      "(SELECT count(*) || ':' || coalesce(max(id), 0) FROM verdicts)");
+}
+
 std::vector<StoredSample> EvalStore::samples(const std::string& sha) {
   auto s = lab_.db().prepare(
       "SELECT id, eval_sha256, question_id, model, output, coalesce(source, '') FROM samples "

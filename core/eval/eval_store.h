@@ -57,6 +57,9 @@ class EvalStore {
   bool deleteVerdict(std::int64_t verdictId);
 
   std::vector<StoredSample> samples(const std::string& evalSha256 = {});
+  // Changes whenever samples or verdicts are added, replaced or removed (count and newest
+  // id of each): a view reloads when it differs from the one it read at.
+  std::string changeStamp();
   std::vector<std::string> evalSets();
   // (sample id, model) of an eval set's samples, without their outputs.
   std::vector<std::pair<std::int64_t, std::string>> sampleModels(const std::string& evalSha256 = {});

@@ -107,6 +107,7 @@ void LabStore::configureConnection() {
   if (mode != "wal") spdlog::warn("lab {}: journal mode is {}, not wal", dir_.string(), mode);
   db_.exec("PRAGMA synchronous = FULL");
   db_.exec("PRAGMA foreign_keys = ON");
+  if (mode == "wal") db_.guardWalFiles();  // a commit into a deleted -wal is refused, loudly
 }
 
 void LabStore::migrate() {

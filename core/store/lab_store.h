@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "core/store/sqlite_db.h"
+#include "core/util/lab_files.h"
 
 namespace crosslab::store {
 
@@ -54,7 +55,7 @@ struct RunSummary {
 
 class LabStore {
  public:
-  static constexpr const char* kDatabaseName = "lab.sqlite";
+  static constexpr const char* kDatabaseName = util::kLabDatabaseName;  // opened by SQLite only
 
   // Creates the folder layout and a fresh lab.sqlite. Fails if a lab is already there.
   static LabStore create(const std::filesystem::path& dir, const std::string& name);

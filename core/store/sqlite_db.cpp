@@ -1,13 +1,45 @@
 #include "core/store/sqlite_db.h"
 
 #include <sqlite3.h>
+#include <sys/stat.h>
 
 #include <utility>
+#include <vector>
 
 namespace crosslab::store {
+
+// The -wal and -shm files of a WAL connection, as they were when guarding began.
+struct WalGuard {
+  struct File {
+    std::string path;
+    dev_t dev = 0;
+    ino_t ino = 0;
+  };
+  std::vector<File> files;
+  std::string lost;  // set once, for good
+
+  const std::string& check() {
+    if (!lost.empty()) return lost;
+    for (const auto& f : files) {
+      struct stat st {};
+      const bool present = ::stat(f.path.c_str(), &st) == 0;
+      if (present && st.st_dev == f.dev && st.st_ino == f.ino) continue;
+      lost = f.path + (present ? " was replaced" : " was deleted") +
+             " on disk while this process had the lab open (another program believed it was the lab's "
+             "only user); writing stopped to protect the lab: close it and open it again";
+      break;
+    }
+    return lost;
+  }
+
+  // SQLite's commit hook: non-zero turns the COMMIT into a ROLLBACK.
+  static int onCommit(void* self) { return static_cast<WalGuard*>(self)->check().empty() ? 0 : 1; }
+};
+
 namespace {
 
-[[noreturn]] void fail(sqlite3* db, const std::string& what) {
+[[noreturn]] void fail(sqlite3* db, const std::string& what, WalGuard* guard = nullptr) {
+  if (guard && !guard->lost.empty()) throw LabFilesLost(guard->lost);
   std::string msg = what + ": " + (db ? sqlite3_errmsg(db) : "out of memory");
   throw StoreError(msg);
 }
@@ -15,7 +47,7 @@ namespace {
 }  // namespace
 
 Statement::Statement(Statement&& other) noexcept
-    : db_(other.db_), stmt_(std::exchange(other.stmt_, nullptr)) {}
+    : db_(other.db_), stmt_(std::exchange(other.stmt_, nullptr)), guard_(other.guard_) {}
 
 Statement::~Statement() { sqlite3_finalize(stmt_); }
 
@@ -45,7 +77,7 @@ bool Statement::step() {
   const int rc = sqlite3_step(stmt_);
   if (rc == SQLITE_ROW) return true;
   if (rc == SQLITE_DONE) return false;
-  fail(db_, "query failed");
+  fail(db_, "query failed", guard_);
 }
 
 void Statement::run() {
@@ -93,24 +125,55 @@ Database::Database(const std::string& path, Mode mode) : path_(path) {
 }
 
 Database::Database(Database&& other) noexcept
-    : db_(std::exchange(other.db_, nullptr)), path_(std::move(other.path_)) {}
+    : db_(std::exchange(other.db_, nullptr)), path_(std::move(other.path_)), guard_(std::move(other.guard_)) {}
 
 Database& Database::operator=(Database&& other) noexcept {
   if (this != &other) {
+    if (db_ && guard_ && !guard_->check().empty()) sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
     sqlite3_close(db_);
     db_ = std::exchange(other.db_, nullptr);
     path_ = std::move(other.path_);
+    guard_ = std::move(other.guard_);
   }
   return *this;
 }
 
-Database::~Database() { sqlite3_close(db_); }
+void Database::guardWalFiles() {
+  // Never unlink the WAL and -shm on close, even when this connection believes it is the
+  // last one: a process whose locks were dropped may still be using them.
+  int persist = 1;
+  sqlite3_file_control(db_, "main", SQLITE_FCNTL_PERSIST_WAL, &persist);
+  scalarInt("SELECT count(*) FROM sqlite_master");  // a read opens the -wal and -shm
+  auto guard = std::make_unique<WalGuard>();
+  for (const char* suffix : {"-wal", "-shm"}) {
+    WalGuard::File f{path_ + suffix};
+    struct stat st {};
+    if (::stat(f.path.c_str(), &st) != 0) throw StoreError(f.path + " is missing after opening " + path_ + " in WAL mode");
+    f.dev = st.st_dev;
+    f.ino = st.st_ino;
+    guard->files.push_back(std::move(f));
+  }
+  guard_ = std::move(guard);
+  sqlite3_commit_hook(db_, &WalGuard::onCommit, guard_.get());
+}
+
+std::string Database::walFilesLost() { return guard_ ? guard_->check() : std::string(); }
+
+void Database::fail(const std::string& what) { store::fail(db_, what, guard_.get()); }
+
+Database::~Database() {
+  // A connection whose -wal is gone must not checkpoint it into lab.sqlite on close: another
+  // process may have written newer pages there since.
+  if (db_ && guard_ && !guard_->check().empty()) sqlite3_db_config(db_, SQLITE_DBCONFIG_NO_CKPT_ON_CLOSE, 1, nullptr);
+  sqlite3_close(db_);
+}
 
 void Database::exec(const std::string& sql) {
   char* err = nullptr;
   if (sqlite3_exec(db_, sql.c_str(), nullptr, nullptr, &err) != SQLITE_OK) {
     std::string msg = err ? err : sqlite3_errmsg(db_);
     sqlite3_free(err);
+    if (guard_ && !guard_->lost.empty()) throw LabFilesLost(guard_->lost);
     throw StoreError(msg);
   }
 }
@@ -119,8 +182,8 @@ Statement Database::prepare(const std::string& sql) {
   sqlite3_stmt* stmt = nullptr;
   if (sqlite3_prepare_v2(db_, sql.c_str(), static_cast<int>(sql.size()), &stmt, nullptr) !=
       SQLITE_OK)
-    fail(db_, "prepare");
-  return Statement(db_, stmt);
+    fail("prepare");
+  return Statement(db_, stmt, guard_.get());
 }
 
 std::int64_t Database::lastInsertId() const { return sqlite3_last_insert_rowid(db_); }
@@ -135,7 +198,10 @@ std::string Database::scalarText(const std::string& sql) {
   return st.step() ? st.text(0) : std::string();
 }
 
-Transaction::Transaction(Database& db) : db_(db) { db_.exec("BEGIN IMMEDIATE"); }
+Transaction::Transaction(Database& db) : db_(db) {
+  if (const std::string lost = db_.walFilesLost(); !lost.empty()) throw LabFilesLost(lost);
+  db_.exec("BEGIN IMMEDIATE");
+}
 
 Transaction::~Transaction() {
   if (!done_) {

@@ -2,8 +2,15 @@
 // A thin RAII layer over the SQLite C API: one connection, prepared statements,
 // and transactions that roll back unless committed. Errors throw StoreError with
 // SQLite's own message, prefixed by what we were doing.
+//
+// A lab's connection (guardWalFiles, once it is known to be a lab in WAL mode) keeps its
+// WAL on close (SQLITE_FCNTL_PERSIST_WAL): the -wal and -shm files are never unlinked, so no
+// process can delete them under another one that lost its locks (core/util/lab_files.h).
+// It also refuses to commit once its -wal or -shm is gone from disk or replaced
+// (LabFilesLost), and then does not checkpoint on close.
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <stdexcept>
 #include <string>
@@ -18,9 +25,19 @@ class StoreError : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// The -wal or -shm file this connection writes through was deleted or replaced on disk by
+// another process. Writing on would go into a file nobody else sees; every write is refused
+// from then on, until the lab is closed and opened again.
+class LabFilesLost : public StoreError {
+ public:
+  using StoreError::StoreError;
+};
+
+struct WalGuard;
+
 class Statement {
  public:
-  Statement(sqlite3* db, sqlite3_stmt* stmt) : db_(db), stmt_(stmt) {}
+  Statement(sqlite3* db, sqlite3_stmt* stmt, WalGuard* guard = nullptr) : db_(db), stmt_(stmt), guard_(guard) {}
   Statement(Statement&& other) noexcept;
   Statement& operator=(Statement&&) = delete;
   Statement(const Statement&) = delete;
@@ -55,6 +72,7 @@ class Statement {
  private:
   sqlite3* db_;
   sqlite3_stmt* stmt_;
+  WalGuard* guard_;
 };
 
 class Database {
@@ -75,9 +93,19 @@ class Database {
   std::string scalarText(const std::string& sql);
   const std::string& path() const { return path_; }
 
+  // WAL mode: keeps the -wal and -shm on close, remembers which files (device, inode) this
+  // connection uses, and from then on refuses every commit while either is gone or replaced.
+  void guardWalFiles();
+  // Empty while the guarded files are in place (or nothing is guarded); otherwise the loud
+  // one-line reason, for good: a loss once noticed stays noticed. Costs two stat() calls.
+  std::string walFilesLost();
+
  private:
+  [[noreturn]] void fail(const std::string& what);
+
   sqlite3* db_ = nullptr;
   std::string path_;
+  std::unique_ptr<WalGuard> guard_;  // stable address: SQLite's commit hook points at it
 };
 
 // BEGIN IMMEDIATE … COMMIT; rolls back in the destructor unless commit() ran.

@@ -8,6 +8,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/util/lab_files.h"
+
 namespace crosslab::train {
 namespace {
 
@@ -15,6 +17,7 @@ using nlohmann::json;
 namespace fs = std::filesystem;
 
 std::string readFile(const fs::path& p) {
+  util::refuseLabDatabaseFile(p, "reading training data");
   std::ifstream in(p, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + p.string());
   std::stringstream ss;

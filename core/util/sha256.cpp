@@ -1,5 +1,7 @@
 #include "core/util/sha256.h"
 
+#include "core/util/lab_files.h"
+
 #include <openssl/evp.h>
 
 #include <array>
@@ -46,6 +48,7 @@ std::string sha256Hex(std::string_view bytes) {
 }
 
 std::string sha256File(const std::filesystem::path& path) {
+  refuseLabDatabaseFile(path, "hashing");
   std::ifstream in(path, std::ios::binary);
   if (!in) throw std::runtime_error("cannot read " + path.string());
   auto ctx = newContext();

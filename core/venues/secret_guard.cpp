@@ -6,6 +6,8 @@
 #include <functional>
 #include <regex>
 
+#include "core/util/lab_files.h"
+
 extern char** environ;
 
 namespace fs = std::filesystem;
@@ -103,7 +105,7 @@ void SecretGuard::checkPath(const fs::path& path) const {
   std::error_code ec;
   if (fs::is_directory(path, ec)) {
     for (const auto& entry : fs::recursive_directory_iterator(path, ec))
-      if (entry.is_regular_file()) checkFile(entry.path());
+      if (entry.is_regular_file() && !util::isLabDatabaseFile(entry.path())) checkFile(entry.path());  // never pushed
     return;
   }
   checkFile(path);
