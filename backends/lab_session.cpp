@@ -1,6 +1,7 @@
 #include "backends/lab_session.h"
 
 #include <QDir>
+#include <algorithm>
 #include <spdlog/spdlog.h>
 
 #include "core/store/lab_store.h"
@@ -8,7 +9,11 @@
 
 namespace crosslab::backends {
 
-LabSession::LabSession(QObject* parent) : QObject(parent) {}
+LabSession::LabSession(QObject* parent) : QObject(parent) {
+  freshness_.setInterval(kFreshnessMs);
+  connect(&freshness_, &QTimer::timeout, this, &LabSession::checkNow);
+}
+
 LabSession::~LabSession() = default;
 
 bool LabSession::requestOpen(const QString& dir, QString* error) {
@@ -40,12 +45,53 @@ qint64 LabSession::count(const QString& table) const {
   return 0;
 }
 
+void LabSession::checkNow() {
+  if (!store_) return;
+  if (filesLost_.isEmpty()) {
+    const std::string lost = store_->db().walFilesLost();
+    if (!lost.empty()) {
+      filesLost_ = QString::fromStdString(lost);
+      spdlog::error("lab {}: {}", path_.toStdString(), lost);
+      emit labFilesLost(filesLost_);
+    }
+  }
+  qint64 version = dataVersion_;
+  try {
+    version = store_->db().scalarInt("PRAGMA data_version");
+  } catch (const std::exception& e) {
+    spdlog::warn("lab {}: data_version: {}", path_.toStdString(), e.what());
+    return;
+  }
+  if (version == dataVersion_) return;
+  dataVersion_ = version;
+  emit labDataChanged();
+}
+
+void LabSession::addCloseGuard(QObject* owner, CloseGuard guard) {
+  guards_.push_back({owner, std::move(guard)});
+  connect(owner, &QObject::destroyed, this, [this, owner] {
+    guards_.erase(std::remove_if(guards_.begin(), guards_.end(), [owner](const Guard& g) { return g.owner == owner; }),
+                  guards_.end());
+  });
+}
+
+QStringList LabSession::closeConcerns(CloseReason reason) const {
+  QStringList out;
+  if (!store_) return out;
+  for (const auto& g : guards_)
+    if (QString concern = g.ask(reason); !concern.isEmpty()) out << concern;
+  return out;
+}
+
 void LabSession::adopt(std::unique_ptr<store::LabStore> store) {
   const auto info = store->info();
   store_ = std::move(store);
   path_ = QDir(QString::fromStdString(store_->dir().string())).absolutePath();
   name_ = QString::fromStdString(info.name);
   schemaVersion_ = info.schemaVersion;
+  filesLost_.clear();
+  dataVersion_ = store_->db().scalarInt("PRAGMA data_version");
+  freshness_.start();
   spdlog::info("opened lab '{}' at {} (schema {})", info.name, path_.toStdString(), schemaVersion_);
   emit labChanged();
 }

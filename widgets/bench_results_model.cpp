@@ -10,6 +10,17 @@ namespace crosslab::widgets {
 BenchResultsModel::BenchResultsModel(QObject* parent) : QAbstractTableModel(parent) {}
 
 void BenchResultsModel::setBenchmarks(std::vector<bench::StoredBenchmark> benchmarks) {
+  // The same benchmarks at the same levels (a reload after another process wrote): update
+  // the cells in place so that the selection and the comparison chart stay.
+  auto sameShape = [](const bench::StoredBenchmark& a, const bench::StoredBenchmark& b) {
+    return a.id == b.id && a.levels.size() == b.levels.size();
+  };
+  if (!rows_.empty() && benchmarks.size() == rows_.size() &&
+      std::equal(benchmarks.begin(), benchmarks.end(), rows_.begin(), sameShape)) {
+    rows_ = std::move(benchmarks);
+    emit dataChanged(index(0, 0), index(rowCount() - 1, columnCount() - 1));
+    return;
+  }
   beginResetModel();
   rows_ = std::move(benchmarks);
   std::set<int> levels;

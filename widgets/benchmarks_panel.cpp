@@ -7,7 +7,6 @@
 #include <QComboBox>
 #include <QDir>
 #include <QDoubleSpinBox>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QFormLayout>
 #include <QHBoxLayout>
@@ -35,6 +34,7 @@
 #include "core/bench/bench_store.h"
 #include "widgets/bench_live_chart.h"
 #include "widgets/bench_results_model.h"
+#include "widgets/file_dialogs.h"
 
 namespace crosslab::widgets {
 
@@ -121,6 +121,7 @@ BenchmarksPanel::BenchmarksPanel(backends::LabSession* session, QWidget* parent)
     fillLocalDefaults();
     reload();
   });
+  connect(session_, &backends::LabSession::labDataChanged, this, &BenchmarksPanel::reload);
   fillLocalDefaults();
   updateEndpointUi();
   reload();
@@ -226,7 +227,7 @@ QWidget* BenchmarksPanel::buildLocalServerBox(QWidget* parent) {
   browse->setText(tr("…"));
   browse->setToolTip(tr("Pick the model folder"));
   connect(browse, &QToolButton::clicked, this, [this] {
-    const QString dir = QFileDialog::getExistingDirectory(this, tr("Model folder"), serveModelDir_->text());
+    const QString dir = FileDialog::existingFolder(this, tr("Model folder"), serveModelDir_->text());
     if (!dir.isEmpty()) serveModelDir_->setText(dir);
   });
   auto* dirRow = new QHBoxLayout;
@@ -560,7 +561,7 @@ bool BenchmarksPanel::exportJson(const QString& path, QString* error) const {
 }
 
 void BenchmarksPanel::exportWithDialog(bool json) {
-  const QString path = QFileDialog::getSaveFileName(this, json ? tr("Export JSON") : tr("Export CSV"),
+  const QString path = FileDialog::saveFile(this, json ? tr("Export JSON") : tr("Export CSV"),
                                                     json ? "benchmarks.json" : "benchmarks.csv");
   if (path.isEmpty()) return;
   QString error;

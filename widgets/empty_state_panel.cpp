@@ -41,6 +41,7 @@ EmptyStatePanel::EmptyStatePanel(PanelSpec spec, backends::LabSession* session, 
   layout->addStretch(1);
 
   connect(session_, &backends::LabSession::labChanged, this, &EmptyStatePanel::refresh);
+  connect(session_, &backends::LabSession::labDataChanged, this, &EmptyStatePanel::refresh);
   refresh();
 }
 

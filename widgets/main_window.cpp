@@ -8,13 +8,13 @@
 #include <QCloseEvent>
 #include <QDir>
 #include <QDockWidget>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QInputDialog>
 #include <QLabel>
 #include <QListWidget>
 #include <QMenuBar>
 #include <QMessageBox>
+#include <QPushButton>
 #include <QSettings>
 #include <QSplitter>
 #include <QStackedWidget>
@@ -33,6 +33,7 @@
 #include "widgets/recent_labs.h"
 #include "widgets/theme.h"
 #include "widgets/training_panel.h"
+#include "widgets/file_dialogs.h"
 
 namespace crosslab::widgets {
 namespace {
@@ -112,6 +113,7 @@ MainWindow::MainWindow(QWidget* parent)
   buildMenus();
   connect(sidebar_, &QListWidget::currentRowChanged, stack_, &QStackedWidget::setCurrentIndex);
   connect(session_, &backends::LabSession::labChanged, this, &MainWindow::updateLabStatus);
+  connect(session_, &backends::LabSession::labFilesLost, this, &MainWindow::onLabFilesLost);
   showPanel(Training);
   updateLabStatus();
   restoreSettings();
@@ -189,7 +191,36 @@ MainWindow::Panel MainWindow::currentPanel() const { return static_cast<Panel>(s
 
 QString MainWindow::panelTitle(Panel panel) const { return titles_.value(panel); }
 
+bool MainWindow::requestLabClose(backends::LabSession::CloseReason reason) {
+  using Reason = backends::LabSession::CloseReason;
+  const QStringList concerns = session_->closeConcerns(reason);
+  if (!concerns.isEmpty() && reason != Reason::Signal) {
+    const bool quitting = reason == Reason::Quit;
+    QMessageBox box(QMessageBox::Warning, quitting ? tr("Quit crosslab?") : tr("Close this lab?"),
+                    quitting ? tr("Work in lab '%1' is still going:").arg(session_->name())
+                             : tr("Work in lab '%1' is still going; opening another lab closes it:").arg(session_->name()),
+                    QMessageBox::Cancel, this);
+    box.setObjectName("closeGuardDialog");
+    box.setInformativeText("• " + concerns.join("\n• "));
+    auto* anyway = box.addButton(quitting ? tr("Quit Anyway") : tr("Close Lab Anyway"), QMessageBox::DestructiveRole);
+    box.setDefaultButton(QMessageBox::Cancel);
+    box.exec();
+    if (box.clickedButton() != anyway) return false;
+  }
+  if (session_->isOpen()) session_->announceClosing(reason);
+  return true;
+}
+
+void MainWindow::quitFromSignal() {
+  spdlog::info("signal received: closing the window");
+  quittingBySignal_ = true;
+  close();
+}
+
 bool MainWindow::openLab(const QString& dir) {
+  if (session_->isOpen() && QDir(dir).absolutePath() != session_->path() &&
+      !requestLabClose(backends::LabSession::CloseReason::SwitchLab))
+    return false;
   QString error;
   if (!session_->requestOpen(dir, &error)) {
     showError(tr("Cannot open lab"), tr("%1\n\n%2").arg(QDir::toNativeSeparators(dir), error));
@@ -201,6 +232,7 @@ bool MainWindow::openLab(const QString& dir) {
 }
 
 bool MainWindow::createLab(const QString& dir, const QString& name) {
+  if (session_->isOpen() && !requestLabClose(backends::LabSession::CloseReason::SwitchLab)) return false;
   QString error;
   if (!session_->requestCreate(dir, name, &error)) {
     showError(tr("Cannot create lab"), error);
@@ -223,8 +255,7 @@ void MainWindow::buildDemoLab(const QString& dir, bool quick) {
 }
 
 void MainWindow::onNewLab() {
-  const QString dir = QFileDialog::getSaveFileName(this, tr("New Lab Folder"), QDir::homePath(), {}, nullptr,
-                                                   QFileDialog::ShowDirsOnly);
+  const QString dir = FileDialog::newFolder(this, tr("New Lab Folder"), QDir::homePath());
   if (dir.isEmpty()) return;
   bool ok = false;
   const QString name = QInputDialog::getText(this, tr("New Lab"), tr("Lab name:"), QLineEdit::Normal,
@@ -233,7 +264,7 @@ void MainWindow::onNewLab() {
 }
 
 void MainWindow::onOpenLab() {
-  const QString dir = QFileDialog::getExistingDirectory(this, tr("Open Lab Folder"),
+  const QString dir = FileDialog::existingFolder(this, tr("Open Lab Folder"),
                                                         session_->isOpen() ? session_->path() : QDir::homePath());
   if (!dir.isEmpty()) openLab(dir);
 }
@@ -272,6 +303,7 @@ void MainWindow::rebuildRecentMenu() {
 }
 
 void MainWindow::updateLabStatus() {
+  labLabel_->setStyleSheet({});
   if (!session_->isOpen()) {
     labLabel_->setText(tr("No lab open"));
     setWindowTitle("crosslab");
@@ -281,6 +313,22 @@ void MainWindow::updateLabStatus() {
                          .arg(session_->name(), QDir::toNativeSeparators(session_->path()))
                          .arg(session_->schemaVersion()));
   setWindowTitle(tr("%1 — crosslab").arg(session_->name()));
+}
+
+void MainWindow::onLabFilesLost(const QString& reason) {
+  labLabel_->setText(tr("Writing to lab '%1' stopped: its database files were changed by another program. "
+                        "Reopen the lab.")
+                         .arg(session_->name()));
+  labLabel_->setStyleSheet("color: #d32f2f; font-weight: bold;");
+  auto* box = new QMessageBox(QMessageBox::Critical, tr("The lab's database files were changed on disk"),
+                              tr("crosslab stopped writing to lab '%1' to protect it.").arg(session_->name()),
+                              QMessageBox::Ok, this);
+  box->setObjectName("labFilesLostDialog");
+  box->setInformativeText(reason + "\n\n" +
+                          tr("Nothing that was saved before is lost. Close crosslab or open the lab again "
+                             "(Lab → Open Recent) to go on."));
+  box->setAttribute(Qt::WA_DeleteOnClose);
+  box->open();
 }
 
 void MainWindow::showError(const QString& title, const QString& text) {
@@ -300,6 +348,11 @@ void MainWindow::restoreSettings() {
 }
 
 void MainWindow::closeEvent(QCloseEvent* event) {
+  using Reason = backends::LabSession::CloseReason;
+  if (!requestLabClose(quittingBySignal_ ? Reason::Signal : Reason::Quit)) {
+    event->ignore();
+    return;
+  }
   QSettings s;
   s.setValue("ui/geometry", saveGeometry());
   s.setValue("ui/state", saveState());

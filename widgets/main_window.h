@@ -12,9 +12,7 @@ class QLabel;
 class QDockWidget;
 class QActionGroup;
 
-namespace crosslab::backends {
-class LabSession;
-}
+#include "backends/lab_session.h"
 
 namespace crosslab::widgets {
 
@@ -37,6 +35,12 @@ class MainWindow : public QMainWindow {
   // open it (a failed or cancelled demo still opens whatever it made, and says why).
   void buildDemoLab(const QString& dir, bool quick = false);
 
+  // Asks the session's close guards whether the open lab may be closed now; with concerns,
+  // a question names them all (Cancel keeps everything as it is). True: go ahead.
+  bool requestLabClose(backends::LabSession::CloseReason reason);
+  // SIGTERM/SIGINT: close the window and quit the event loop cleanly, asking nothing.
+  void quitFromSignal();
+
   void showPanel(Panel panel);
   Panel currentPanel() const;
   QString panelTitle(Panel panel) const;
@@ -54,6 +58,7 @@ class MainWindow : public QMainWindow {
   void onAbout();
   void rebuildRecentMenu();
   void updateLabStatus();
+  void onLabFilesLost(const QString& reason);
 
  private:
   void buildPanels();
@@ -70,6 +75,7 @@ class MainWindow : public QMainWindow {
   QDockWidget* logDock_;
   LogPanel* log_;
   QVector<QString> titles_;
+  bool quittingBySignal_ = false;
 };
 
 }  // namespace crosslab::widgets

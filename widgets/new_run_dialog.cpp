@@ -6,7 +6,6 @@
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QDoubleSpinBox>
-#include <QFileDialog>
 #include <QFontDatabase>
 #include <QFormLayout>
 #include <QGroupBox>
@@ -19,6 +18,8 @@
 #include <QSpinBox>
 #include <QTabWidget>
 #include <QVBoxLayout>
+
+#include "widgets/file_dialogs.h"
 
 namespace crosslab::widgets {
 namespace {
@@ -46,8 +47,8 @@ QWidget* withBrowse(QLineEdit* edit, QWidget* parent, bool folder) {
   l->addWidget(edit);
   auto* b = new QPushButton(QObject::tr("Browse…"), w);
   QObject::connect(b, &QPushButton::clicked, w, [edit, w, folder] {
-    const QString p = folder ? QFileDialog::getExistingDirectory(w, QObject::tr("Choose folder"), edit->text())
-                             : QFileDialog::getOpenFileName(w, QObject::tr("Choose file"), edit->text());
+    const QString p = folder ? FileDialog::existingFolder(w, QObject::tr("Choose folder"), edit->text())
+                             : FileDialog::openFile(w, QObject::tr("Choose file"), edit->text());
     if (!p.isEmpty()) edit->setText(p);
   });
   l->addWidget(b);
@@ -74,6 +75,9 @@ NewRunDialog::NewRunDialog(const QString& labPath, QWidget* parent) : QDialog(pa
   model_->setPlaceholderText(tr("Hugging Face model folder (config.json, *.safetensors, tokenizer.json)"));
   data_ = new QLineEdit(this);
   data_->setPlaceholderText(tr("alpaca/sharegpt JSON(L) file, or a folder with dataset_info.json"));
+  name_->setObjectName("runName");
+  model_->setObjectName("baseModel");
+  data_->setObjectName("trainingData");
   dataset_ = new QLineEdit(this);
   dataset_->setPlaceholderText(tr("dataset name(s) in dataset_info.json (folders only)"));
 

@@ -37,6 +37,20 @@ void ReviewModel::setSnapshot(std::shared_ptr<ReviewSnapshot> snapshot) {
   emit currentChanged(current_);
 }
 
+void ReviewModel::refreshSnapshot(std::shared_ptr<ReviewSnapshot> snapshot) {
+  if (!snap_ || snap_->evalSet.sha256 != snapshot->evalSet.sha256) {
+    setSnapshot(std::move(snapshot));
+    return;
+  }
+  const QString first = compared_[0], second = compared_[1];
+  const int question = current_;
+  const auto undo = undo_;
+  setSnapshot(std::move(snapshot));
+  undo_ = undo;
+  setCompared(first, second);
+  if (const int row = rowOf(question); row >= 0) setCurrentRow(row);
+}
+
 void ReviewModel::clear() {
   beginResetModel();
   snap_.reset();

@@ -40,6 +40,9 @@ class ReviewModel : public QAbstractItemModel {
   QVariant data(const QModelIndex& index, int role) const override;
   QVariant headerData(int section, Qt::Orientation orientation, int role) const override;
 
+  // The same eval set read again (another process wrote to the lab): keeps the compared
+  // models, the current question and the undo stack where they still exist.
+  void refreshSnapshot(std::shared_ptr<ReviewSnapshot> snapshot);
   // The two models compared (labels from the snapshot); unknown names are ignored.
   void setCompared(const QString& first, const QString& second);
   QString compared(int i) const { return compared_[i]; }

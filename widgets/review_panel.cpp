@@ -2,7 +2,6 @@
 
 #include <QCheckBox>
 #include <QComboBox>
-#include <QFileDialog>
 #include <QFileInfo>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -23,6 +22,7 @@
 
 #include "backends/lab_session.h"
 #include "core/store/lab_store.h"
+#include "widgets/file_dialogs.h"
 
 namespace crosslab::widgets {
 namespace {
@@ -94,6 +94,7 @@ ReviewPanel::ReviewPanel(backends::LabSession* session, QWidget* parent)
   connect(questions_->selectionModel(), &QItemSelectionModel::currentRowChanged, this,
           [this](const QModelIndex& idx) { model_->setCurrentRow(idx.row()); });
   connect(session_, &backends::LabSession::labChanged, this, &ReviewPanel::onLabChanged);
+  connect(session_, &backends::LabSession::labDataChanged, this, &ReviewPanel::onLabDataChanged);
   for (QWidget* w : findChildren<QWidget*>()) w->installEventFilter(this);
   comment_->removeEventFilter(this);  // typing a comment must reach the line edit
   onLabChanged();
@@ -218,6 +219,7 @@ void ReviewPanel::onLabChanged() {
   // The shown samples belong to the previous lab: never write their verdicts into this one.
   model_->clear();
   evalPath_.clear();
+  refreshPending_ = false;
   table_->clear();
   agreement_->clear();
   store_ = open ? std::make_unique<eval::EvalStore>(*session_->store()) : nullptr;
@@ -231,13 +233,29 @@ void ReviewPanel::onLabChanged() {
   if (!last.isEmpty() && QFileInfo::exists(last)) loadEval(last);
 }
 
+void ReviewPanel::onLabDataChanged() {
+  if (!store_ || evalPath_.isEmpty() || !model_->snapshot()) return;
+  if (worker_) {
+    refreshPending_ = true;
+    return;
+  }
+  try {
+    if (store_->changeStamp() == model_->snapshot()->stamp) return;
+  } catch (const std::exception& e) {
+    status_->setText(QString::fromStdString(e.what()));
+    return;
+  }
+  refreshing_ = true;
+  loadEval(evalPath_);
+}
+
 void ReviewPanel::chooseEval() {
-  const QString path = QFileDialog::getOpenFileName(this, tr("Eval Set"), session_->path(), tr("JSON Lines (*.jsonl)"));
+  const QString path = FileDialog::openFile(this, tr("Eval Set"), session_->path(), tr("JSON Lines (*.jsonl)"));
   if (!path.isEmpty()) loadEval(path);
 }
 
 void ReviewPanel::chooseOutputs() {
-  const QString path = QFileDialog::getOpenFileName(this, tr("Outputs"), session_->path(), tr("JSON Lines (*.jsonl)"));
+  const QString path = FileDialog::openFile(this, tr("Outputs"), session_->path(), tr("JSON Lines (*.jsonl)"));
   if (!path.isEmpty()) loadEval(evalPath_, path);
 }
 
@@ -264,6 +282,7 @@ void ReviewPanel::loadEval(const QString& evalPath, const QString& importOutputs
 void ReviewPanel::onLoaded(std::shared_ptr<ReviewSnapshot> snapshot, const QString& error) {
   worker_->wait();
   worker_ = nullptr;
+  const bool refresh = std::exchange(refreshing_, false);
   progress_->hide();
   importOutputs_->setEnabled(session_->isOpen() && !evalPath_.isEmpty());
   if (!snapshot) {
@@ -272,7 +291,8 @@ void ReviewPanel::onLoaded(std::shared_ptr<ReviewSnapshot> snapshot, const QStri
     return;
   }
   renderedQuestion_ = -1;
-  model_->setSnapshot(std::move(snapshot));
+  if (refresh) model_->refreshSnapshot(std::move(snapshot));
+  else model_->setSnapshot(std::move(snapshot));
   fillModelCombos();
   const auto* s = model_->snapshot();
   status_->setText(tr("%1 questions, %2 outputs of %3 models · eval %4")
@@ -287,6 +307,7 @@ void ReviewPanel::onLoaded(std::shared_ptr<ReviewSnapshot> snapshot, const QStri
     status_->setText(QString::fromStdString(e.what()));
   }
   emit loaded(true, {});
+  if (std::exchange(refreshPending_, false)) onLabDataChanged();
 }
 
 void ReviewPanel::fillModelCombos() {

@@ -74,6 +74,8 @@ class ReviewPanel : public QWidget {
   QWidget* buildCenter();
   QWidget* buildBottom();
   void onLabChanged();
+  // Another process wrote to the lab: reload when samples or verdicts changed, keeping place.
+  void onLabDataChanged();
   void onLoaded(std::shared_ptr<ReviewSnapshot> snapshot, const QString& error);
   void render(int question);
   void renderSide(int side, QList<QTextEdit::ExtraSelection>& contextMarks);
@@ -91,6 +93,8 @@ class ReviewPanel : public QWidget {
   std::unique_ptr<eval::EvalStore> store_;
   QString evalPath_;
   QThread* worker_ = nullptr;
+  bool refreshing_ = false;      // the running load is a freshness reload
+  bool refreshPending_ = false;  // the lab changed while a load was running
   int side_ = 0;
   int renderedQuestion_ = -1;
   ContextsText contextsText_;

@@ -29,6 +29,7 @@ std::shared_ptr<ReviewSnapshot> loadReviewSnapshot(const std::string& labDir, co
     const auto outputs = eval::loadOutputs(importOutputs);
     eval::recordCheck(store, eval::checkOutputs(evalSet, outputs), importOutputs);
   }
+  const std::string stamp = store.changeStamp();
   std::vector<eval::OutputRecord> records;
   std::vector<std::int64_t> ids;
   for (const auto& s : store.samples(evalSet.sha256)) {
@@ -40,6 +41,7 @@ std::shared_ptr<ReviewSnapshot> loadReviewSnapshot(const std::string& labDir, co
   auto snapshot = makeReviewSnapshot(std::move(evalSet), std::move(records), std::move(ids));
   snapshot->verdicts = store.currentVerdicts();
   snapshot->table = eval::buildInstrumentTable(store, sha);
+  snapshot->stamp = stamp;
   return snapshot;
 }
 

@@ -26,6 +26,7 @@ struct ReviewSnapshot {
   std::map<std::pair<size_t, std::string>, size_t> byQuestionModel;  // (question index, model) -> record
   std::map<std::int64_t, std::map<std::string, eval::StoredVerdict>> verdicts;  // sample id -> instrument -> latest
   eval::InstrumentTable table;
+  std::string stamp;  // EvalStore::changeStamp() before the samples were read
 
   // Record index of `model`'s output for question `question`, or -1.
   int find(size_t question, const std::string& model) const;

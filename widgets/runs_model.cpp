@@ -12,6 +12,7 @@ namespace crosslab::widgets {
 
 RunsModel::RunsModel(backends::LabSession* session, QObject* parent) : QAbstractTableModel(parent), session_(session) {
   connect(session_, &backends::LabSession::labChanged, this, &RunsModel::refresh);
+  connect(session_, &backends::LabSession::labDataChanged, this, &RunsModel::refresh);
   refresh();
 }
 

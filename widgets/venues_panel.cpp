@@ -126,12 +126,14 @@ VenuesPanel::VenuesPanel(backends::LabSession* session, QWidget* parent)
   connect(timer, &QTimer::timeout, this, &VenuesPanel::tickMeter);
   timer->start(1000);
   connect(session_, &backends::LabSession::labChanged, this, [this] {
-    loadSettings();
+    connect(session_, &backends::LabSession::labDataChanged, this, &VenuesPanel::refresh);
+  loadSettings();
     logs_.clear();
     log_->clear();
     offers_->setOffers({});  // another lab, perhaps another team: fetch again
     refresh();
   });
+  connect(session_, &backends::LabSession::labDataChanged, this, &VenuesPanel::refresh);
   loadSettings();
   refresh();
 }

@@ -25,6 +25,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "tests/core/posix_locks.h"
+
 namespace crosslab::journey {
 namespace {
 
@@ -107,6 +109,7 @@ void initJourneyProgram() {
   qputenv("CROSSLAB_CLI", testing::cliPath().toLocal8Bit());
 }
 
+QString guiPath() { return QStringLiteral(JOURNEY_GUI); }
 
 // ---- DemoLab ------------------------------------------------------------------------------
 
@@ -417,6 +420,13 @@ QStringList staleLabDescriptors(const QString& labDir) {
     if (deleted || replaced) out << QString("fd %1 -> %2%3").arg(fd, target, replaced ? " (replaced)" : "");
   }
   return out;
+}
+
+QString labLocksLost(const QString& labDir) {
+  QStringList lost;
+  for (const QString name : {"lab.sqlite", "lab.sqlite-shm"})
+    if (testing::posixLocksHeld(QDir(labDir).filePath(name).toStdString()) <= 0) lost << name;
+  return lost.isEmpty() ? QString() : "this process holds no lock on " + lost.join(" and ");
 }
 
 // ---- child processes ----------------------------------------------------------------------

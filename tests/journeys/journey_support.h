@@ -145,11 +145,17 @@ qint64 rowCount(const QString& labDir, const QString& table, const QString& wher
 // -journal) which has been deleted or replaced on disk: "fd 12 -> /lab/lab.sqlite-wal (deleted)".
 QStringList staleLabDescriptors(const QString& labDir);
 
+// Empty while this process holds the POSIX locks an open SQLite connection keeps on
+// lab.sqlite and its -shm; otherwise which are gone (something here opened and closed them).
+QString labLocksLost(const QString& labDir);
+
 // ---- child processes ------------------------------------------------------------------
 
 // Runs `crosslab-cli ARGS` to its end, as a shell would next to the open window: started by
 // the tests' one CLI runner (tests/support/cli_runner.h), while this process's event loop
 // keeps running (the window repaints, polls and reacts). Code -1: timed out (killed), -2: crashed.
 testing::CliResult runCliBesideWindow(const QStringList& args, int timeoutMs = kTrainWaitMs);
+// The built `crosslab` GUI program, for journeys that start it as a process.
+QString guiPath();
 
 }  // namespace crosslab::journey
