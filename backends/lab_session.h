@@ -10,8 +10,8 @@
 // session's own store do not trigger it: the panel that made them already knows.
 //
 // Lab files: the same tick asks the store's guard whether the lab's -wal/-shm are still the
-// files this connection uses; if not, writing has stopped (store::LabFilesLost) and
-// labFilesLost(reason) is emitted once, for the window to say so loudly.
+// files this connection uses and its locks on them still held; if not, writing has stopped
+// (store::LabFilesLost) and labFilesLost(reason) is emitted once, for the window to say so.
 //
 // Close guards: before the window quits, closes or switches labs it asks
 // closeConcerns(); panels register guards that name what closing now would lose or keep

@@ -316,11 +316,10 @@ void MainWindow::updateLabStatus() {
 }
 
 void MainWindow::onLabFilesLost(const QString& reason) {
-  labLabel_->setText(tr("Writing to lab '%1' stopped: its database files were changed by another program. "
-                        "Reopen the lab.")
+  labLabel_->setText(tr("Writing to lab '%1' stopped to protect it; reopen the lab (Lab → Open Recent).")
                          .arg(session_->name()));
   labLabel_->setStyleSheet("color: #d32f2f; font-weight: bold;");
-  auto* box = new QMessageBox(QMessageBox::Critical, tr("The lab's database files were changed on disk"),
+  auto* box = new QMessageBox(QMessageBox::Critical, tr("Writing to the lab stopped"),
                               tr("crosslab stopped writing to lab '%1' to protect it.").arg(session_->name()),
                               QMessageBox::Ok, this);
   box->setObjectName("labFilesLostDialog");

@@ -3,6 +3,8 @@
 #include <sqlite3.h>
 #include <sys/stat.h>
 
+#include "core/store/posix_locks.h"
+
 #include <utility>
 #include <vector>
 
@@ -16,10 +18,29 @@ struct WalGuard {
     ino_t ino = 0;
   };
   std::vector<File> files;
-  std::string lost;  // set once, for good
+  std::string db;            // the database file, whose locks are checked with the -shm's
+  bool checkLocks = false;   // /proc/locks showed this connection's locks when guarding began
+  std::string lost;          // set once, for good
+
+  // SQLite's WAL connection holds, for its whole life, a read lock on the database file and
+  // one on byte 128 of the -shm. Transactions take their other locks anew; these two are
+  // gone for good once something else in the process closed a descriptor of those files.
+  static constexpr std::int64_t kDmsByte = 128;
+  bool locksHeld() const {
+    const auto onDb = heldLocks(db), onShm = heldLocks(db + "-shm");
+    if (!onDb || !onShm) return true;  // cannot tell: say nothing
+    bool dms = false;
+    for (const auto& l : *onShm) dms = dms || l.covers(kDmsByte);
+    return !onDb->empty() && dms;
+  }
 
   const std::string& check() {
     if (!lost.empty()) return lost;
+    if (checkLocks && !locksHeld()) {
+      lost = "this process's locks on " + db + " were dropped (something in it opened and closed the "
+             "lab's database files); writing stopped to protect the lab: close it and open it again";
+      return lost;
+    }
     for (const auto& f : files) {
       struct stat st {};
       const bool present = ::stat(f.path.c_str(), &st) == 0;
@@ -153,6 +174,8 @@ void Database::guardWalFiles() {
     f.ino = st.st_ino;
     guard->files.push_back(std::move(f));
   }
+  guard->db = path_;
+  guard->checkLocks = guard->locksHeld() && heldLocks(path_) && !heldLocks(path_)->empty();
   guard_ = std::move(guard);
   sqlite3_commit_hook(db_, &WalGuard::onCommit, guard_.get());
 }

@@ -1,7 +1,7 @@
 // The lab's database files belong to SQLite (issue #11, core/util/lab_files.h):
 // - a stray open+close in this process drops its SQLite locks — shown here as the mechanism;
 // - even then, another process's last close does not delete the -wal/-shm under us
-//   (SQLITE_FCNTL_PERSIST_WAL), and what we write stays visible to other processes;
+//   (SQLITE_FCNTL_PERSIST_WAL), and the connection notices its lost locks and stops writing;
 // - a connection whose -wal or -shm was deleted or replaced refuses to write (LabFilesLost),
 //   loses nothing that was committed, and the lab reopens sound;
 // - our readers, hashers and writers refuse lab database files instead of opening them.
@@ -21,13 +21,18 @@
 #include "core/train/sft_data.h"
 #include "core/util/lab_files.h"
 #include "core/util/sha256.h"
-#include "tests/core/posix_locks.h"
+#include "core/store/posix_locks.h"
 
 using namespace crosslab;
-using crosslab::testing::posixLocksHeld;
 namespace fs = std::filesystem;
 
 namespace {
+
+// This process's POSIX locks on `path` (/proc/locks); -1 when that cannot be known.
+int posixLocksHeld(const std::string& path) {
+  const auto locks = store::heldLocks(path);
+  return locks ? static_cast<int>(locks->size()) : -1;
+}
 
 ino_t inodeOf(const std::string& path) {
   struct stat st {};
@@ -106,20 +111,26 @@ class TestLabFiles : public QObject {
     QCOMPARE(otherProcessQuery(QString::fromStdString(dir), "SELECT count(*) FROM events"), QStringList{"1"});
   }
 
-  void anotherProcessClosingLastLeavesOurWalInPlace() {
+  void lostLocksKeepTheWalInPlaceAndStopWriting() {
     const std::string dir = newLab();
     auto lab = store::LabStore::open(dir);
+    lab.addEvent(std::nullopt, std::nullopt, "t", "before");
     const ino_t wal = inodeOf(dir + "/lab.sqlite-wal"), shm = inodeOf(dir + "/lab.sqlite-shm");
     openAndClose(dir + "/lab.sqlite-shm");  // our locks are gone: the writer will think it is alone
     openAndClose(dir + "/lab.sqlite");
     QVERIFY(runWriter(QString::fromStdString(dir), 3));
-    QCOMPARE(inodeOf(dir + "/lab.sqlite-wal"), wal);
+    QCOMPARE(inodeOf(dir + "/lab.sqlite-wal"), wal);  // its last close left them in place
     QCOMPARE(inodeOf(dir + "/lab.sqlite-shm"), shm);
-    QVERIFY(lab.db().walFilesLost().empty());
-    lab.addEvent(std::nullopt, std::nullopt, "t", "after the writer");
-    QCOMPARE(otherProcessQuery(QString::fromStdString(dir), "SELECT count(*) FROM events WHERE message = 'after the writer'"),
-             QStringList{"1"});
+    QVERIFY2(QString::fromStdString(lab.db().walFilesLost()).contains("locks on"), lab.db().walFilesLost().c_str());
+    try {
+      lab.addEvent(std::nullopt, std::nullopt, "t", "after the writer");
+      QFAIL("a write without the connection's locks was accepted");
+    } catch (const store::LabFilesLost& e) {
+      QVERIFY2(QString(e.what()).contains("were dropped") && QString(e.what()).contains("writing stopped"), e.what());
+    }
+    QCOMPARE(otherProcessQuery(QString::fromStdString(dir), "SELECT count(*) FROM events WHERE message = 'before'"), QStringList{"1"});
     QCOMPARE(otherProcessQuery(QString::fromStdString(dir), "SELECT count(*) FROM metrics"), QStringList{"3"});
+    QCOMPARE(otherProcessQuery(QString::fromStdString(dir), "PRAGMA integrity_check"), QStringList{"ok"});
   }
 
   void deletedWalStopsWritingLoudly() {
@@ -128,6 +139,7 @@ class TestLabFiles : public QObject {
       auto lab = store::LabStore::open(dir);
       const auto run = lab.addRun({"r", "train", "crosslab", "m", 10, "", ""});
       lab.addEvent(run, std::nullopt, "t", "before");
+      QVERIFY(lab.db().walFilesLost().empty());
       // What a last closer without PERSIST_WAL does under a connection that lost its locks:
       // checkpoint everything into lab.sqlite, then unlink the -wal and -shm.
       lab.db().exec("PRAGMA wal_checkpoint(TRUNCATE)");

@@ -25,7 +25,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "tests/core/posix_locks.h"
+#include "core/store/posix_locks.h"
 
 namespace crosslab::journey {
 namespace {
@@ -425,7 +425,8 @@ QStringList staleLabDescriptors(const QString& labDir) {
 QString labLocksLost(const QString& labDir) {
   QStringList lost;
   for (const QString name : {"lab.sqlite", "lab.sqlite-shm"})
-    if (testing::posixLocksHeld(QDir(labDir).filePath(name).toStdString()) <= 0) lost << name;
+    if (const auto locks = store::heldLocks(QDir(labDir).filePath(name).toStdString()); !locks || locks->empty())
+      lost << name;
   return lost.isEmpty() ? QString() : "this process holds no lock on " + lost.join(" and ");
 }
 
