@@ -7,7 +7,7 @@ PRESET ?= default
 BUILD_DIR := $(if $(filter asan,$(PRESET)),build-asan,build)
 JOBS ?= $(shell nproc)
 
-.PHONY: deps configure build run test asan package screenshot clean
+.PHONY: deps configure build run test asan package screenshot screenshots clean
 
 deps:
 	bash packaging/install-deps.sh
@@ -35,6 +35,10 @@ package: build
 SHOT ?= docs/screenshot.png
 screenshot: build
 	CROSSLAB_SCREENSHOT=$(SHOT) bash packaging/run-gui.sh $(BUILD_DIR)/app/crosslab
+
+# Every panel of a demo lab under Xvfb at 1024x700 and 1920x1080 into docs/screenshots/.
+screenshots: build
+	bash packaging/screenshots.sh $(BUILD_DIR)
 
 clean:
 	rm -rf build build-asan
