@@ -67,8 +67,13 @@ void LabSession::checkNow() {
   emit labDataChanged();
 }
 
-void LabSession::addCloseGuard(QObject* owner, CloseGuard guard) {
-  guards_.push_back({owner, std::move(guard)});
+void LabSession::addCloseGuard(QObject* owner, CloseGuard guard) { addGuard({owner, std::move(guard), {}}); }
+
+void LabSession::addCloseCheck(QObject* owner, CloseCheck check) { addGuard({owner, {}, std::move(check)}); }
+
+void LabSession::addGuard(Guard guard) {
+  QObject* owner = guard.owner;
+  guards_.push_back(std::move(guard));
   connect(owner, &QObject::destroyed, this, [this, owner] {
     guards_.erase(std::remove_if(guards_.begin(), guards_.end(), [owner](const Guard& g) { return g.owner == owner; }),
                   guards_.end());
@@ -79,8 +84,17 @@ QStringList LabSession::closeConcerns(CloseReason reason) const {
   QStringList out;
   if (!store_) return out;
   for (const auto& g : guards_)
-    if (QString concern = g.ask(reason); !concern.isEmpty()) out << concern;
+    if (g.ask)
+      if (QString concern = g.ask(reason); !concern.isEmpty()) out << concern;
   return out;
+}
+
+bool LabSession::runCloseChecks(CloseReason reason) {
+  if (!store_ || reason == CloseReason::Signal) return true;
+  const auto guards = guards_;  // a check may open dialogs, whose event loop may change the list
+  for (const auto& g : guards)
+    if (g.check && !g.check(reason)) return false;
+  return true;
 }
 
 void LabSession::adopt(std::unique_ptr<store::LabStore> store) {

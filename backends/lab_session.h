@@ -15,7 +15,9 @@
 //
 // Close guards: before the window quits, closes or switches labs it asks
 // closeConcerns(); panels register guards that name what closing now would lose or keep
-// costing (a billing box, a running trainer). labClosing() tells them it goes ahead.
+// costing (a running trainer …) and the window puts them all in one question. A panel that
+// must hold its own dialog (Venues: tear billing boxes down, leave them running, or cancel)
+// registers a close check instead, run after that question. labClosing() says it goes ahead.
 
 #include <QObject>
 #include <QString>
@@ -41,6 +43,8 @@ class LabSession : public QObject {
   // Empty: closing is fine as far as this guard knows; otherwise one sentence for the user
   // ("lora-3 is still training; it will be stopped").
   using CloseGuard = std::function<QString(CloseReason)>;
+  // True: closing may go ahead (the check may have asked the user and acted); false cancels.
+  using CloseCheck = std::function<bool(CloseReason)>;
 
   explicit LabSession(QObject* parent = nullptr);
   ~LabSession() override;
@@ -67,6 +71,9 @@ class LabSession : public QObject {
   // Close guards (see above): registered for as long as `owner` lives.
   void addCloseGuard(QObject* owner, CloseGuard guard);
   QStringList closeConcerns(CloseReason reason) const;
+  void addCloseCheck(QObject* owner, CloseCheck check);
+  // Runs the checks in registration order until one says no; not for CloseReason::Signal.
+  bool runCloseChecks(CloseReason reason);
   // The window decided to close the lab (quit, switch, signal): guards' owners clean up.
   void announceClosing(CloseReason reason) { emit labClosing(reason); }
 
@@ -84,7 +91,9 @@ class LabSession : public QObject {
   struct Guard {
     QObject* owner;
     CloseGuard ask;
+    CloseCheck check;
   };
+  void addGuard(Guard guard);
 
   std::unique_ptr<store::LabStore> store_;
   QString path_;

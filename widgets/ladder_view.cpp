@@ -1,7 +1,6 @@
 #include "widgets/ladder_view.h"
 
 #include <QFile>
-#include <QFileDialog>
 #include <QHBoxLayout>
 #include <QHeaderView>
 #include <QLabel>
@@ -19,6 +18,7 @@
 #include "core/venues/venue_store.h"
 #include "widgets/boxes_model.h"
 #include "widgets/venue_dialogs.h"
+#include "widgets/file_dialogs.h"
 
 namespace crosslab::widgets {
 namespace {
@@ -31,8 +31,7 @@ enum Column { Venue, Kind, Accelerators, Availability, Price, Spot, Quota, Probe
 
 LadderView::LadderView(backends::LabSession* session, QWidget* parent) : QWidget(parent), session_(session) {
   chooseFile_ = [this](const QString& title) {
-    return QFileDialog::getOpenFileName(this, title, QString(), tr("Timelines (*.jsonl *.json *.csv *.txt);;All files (*)"),
-                                        nullptr, QFileDialog::DontUseNativeDialog);
+    return FileDialog::openFile(this, title, QString(), tr("Timelines (*.jsonl *.json *.csv *.txt);;All files (*)"));
   };
   auto* v = new QVBoxLayout(this);
   ladder_ = new QTableWidget(0, ColumnCount, this);

@@ -207,6 +207,7 @@ bool MainWindow::requestLabClose(backends::LabSession::CloseReason reason) {
     box.exec();
     if (box.clickedButton() != anyway) return false;
   }
+  if (!session_->runCloseChecks(reason)) return false;
   if (session_->isOpen()) session_->announceClosing(reason);
   return true;
 }

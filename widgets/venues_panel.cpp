@@ -2,7 +2,6 @@
 
 #include <QCheckBox>
 #include <QEventLoop>
-#include <QFileDialog>
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
@@ -35,6 +34,7 @@
 #include "widgets/ladder_view.h"
 #include "widgets/offers_model.h"
 #include "widgets/venue_dialogs.h"
+#include "widgets/file_dialogs.h"
 
 namespace crosslab::widgets {
 namespace {
@@ -71,9 +71,7 @@ VenuesPanel::VenuesPanel(backends::LabSession* session, QWidget* parent)
     return answer;
   };
   chooseFile_ = [this](const QString& title, const QString& suggested, bool save) {
-    const auto options = QFileDialog::DontUseNativeDialog;
-    return save ? QFileDialog::getSaveFileName(this, title, suggested, QString(), nullptr, options)
-                : QFileDialog::getOpenFileName(this, title, suggested, QString(), nullptr, options);
+    return save ? FileDialog::saveFile(this, title, suggested) : FileDialog::openFile(this, title, suggested);
   };
   askClose_ = [this](const QString& text) {
     QMessageBox box(QMessageBox::Warning, tr("Boxes still bill"), text, QMessageBox::NoButton, this);
@@ -126,14 +124,17 @@ VenuesPanel::VenuesPanel(backends::LabSession* session, QWidget* parent)
   connect(timer, &QTimer::timeout, this, &VenuesPanel::tickMeter);
   timer->start(1000);
   connect(session_, &backends::LabSession::labChanged, this, [this] {
-    connect(session_, &backends::LabSession::labDataChanged, this, &VenuesPanel::refresh);
-  loadSettings();
+    loadSettings();
     logs_.clear();
     log_->clear();
     offers_->setOffers({});  // another lab, perhaps another team: fetch again
     refresh();
   });
   connect(session_, &backends::LabSession::labDataChanged, this, &VenuesPanel::refresh);
+  // The window asks before quitting, closing or switching the lab (LabSession close checks).
+  session_->addCloseCheck(this, [this](backends::LabSession::CloseReason r) {
+    return confirmClose(r == backends::LabSession::CloseReason::Quit ? tr("Quit") : tr("Close the lab"));
+  });
   loadSettings();
   refresh();
 }

@@ -39,6 +39,12 @@ class TestJourneyQuitWithWorkStillGoing : public QObject {
       return QString("box gpu-1 is still billing ($2.99/h)");
     });
     session->addCloseGuard(window.get(), [](Reason) { return QString(); });  // a guard with no concern
+    // A close check holds its own dialog (as Venues does for billing boxes): it refuses once.
+    QList<Reason> checked;
+    session->addCloseCheck(owner.get(), [&checked](Reason r) {
+      checked << r;
+      return checked.size() > 1;
+    });
     QSignalSpy closing(session, &backends::LabSession::labClosing);
 
     // Lab → Quit, Cancel: nothing happens.
@@ -48,6 +54,7 @@ class TestJourneyQuitWithWorkStillGoing : public QObject {
     QTest::qWait(200);  // a quit that went ahead anyway would hide the window by now
     QVERIFY(window->isVisible());
     QCOMPARE(asked, QList<Reason>{Reason::Quit});
+    QVERIFY(checked.isEmpty());  // Cancel on the question: no check runs
     QCOMPARE(closing.count(), 0);
 
     // Lab → Open Lab… another lab, Cancel: the first lab stays open.
@@ -60,7 +67,17 @@ class TestJourneyQuitWithWorkStillGoing : public QObject {
     QCOMPARE(asked.last(), Reason::SwitchLab);
     QCOMPARE(closing.count(), 0);
 
-    // Lab → Quit, Quit Anyway: the guards' owners hear it, the window closes.
+    // Lab → Quit, Quit Anyway, the check says no: still open.
+    DialogDriver refused("QMessageBox", [](QWidget* d) { return answerMessageBox(d, "Quit Anyway", "gpu-1"); });
+    QVERIFY(chooseMenu(window.get(), "Lab", "Quit"));
+    QVERIFY2(refused.wait(), qPrintable(refused.error()));
+    QVERIFY(waitUntil([&] { return checked.size() == 1; }, "the close check to run"));
+    QTest::qWait(200);
+    QVERIFY(window->isVisible());
+    QCOMPARE(checked.front(), Reason::Quit);
+    QCOMPARE(closing.count(), 0);
+
+    // Lab → Quit, Quit Anyway, the check agrees: the guards' owners hear it, the window closes.
     DialogDriver quit("QMessageBox", [](QWidget* d) { return answerMessageBox(d, "Quit Anyway", "gpu-1"); });
     QVERIFY(chooseMenu(window.get(), "Lab", "Quit"));
     QVERIFY2(quit.wait(), qPrintable(quit.error()));
