@@ -8,6 +8,8 @@
 #include <set>
 #include <sstream>
 
+#include "core/eval/verdict.h"
+
 namespace crosslab::eval {
 namespace {
 
@@ -28,8 +30,12 @@ InstrumentTable buildInstrumentTable(EvalStore& store, const std::string& sha) {
       if (!isPerSampleInstrument(name)) continue;
       instruments.insert(name);
       Rate& r = t.rates[model][name];
+      if (!isMeasured(verdict)) {
+        ++r.notMeasured;
+        continue;
+      }
       ++r.total;
-      r.accepted += verdict == "accept";
+      r.accepted += parseVerdict(verdict) == Verdict::Accept;
     }
   }
   t.instruments.assign(instruments.begin(), instruments.end());
@@ -41,6 +47,7 @@ InstrumentTable buildInstrumentTable(EvalStore& store, const std::string& sha) {
         if (it == verdicts.end()) continue;
         auto va = it->second.find(t.instruments[i]), vb = it->second.find(t.instruments[j]);
         if (va == it->second.end() || vb == it->second.end()) continue;
+        if (!isMeasured(va->second) || !isMeasured(vb->second)) continue;
         a.push_back(va->second == "accept" ? "accept" : "not");
         b.push_back(vb->second == "accept" ? "accept" : "not");
       }
@@ -48,7 +55,7 @@ InstrumentTable buildInstrumentTable(EvalStore& store, const std::string& sha) {
     }
   for (const auto& [model, published] : store.publishedScores())
     for (const auto& name : t.instruments)
-      if (name.rfind("gate:", 0) == 0 && t.rates[model].count(name))
+      if (name.rfind("gate:", 0) == 0 && t.rates[model].count(name) && t.rates[model][name].measured())
         t.calibration.push_back({model, name, published, t.rates[model][name]});
   return t;
 }
@@ -60,7 +67,10 @@ nlohmann::json instrumentTableJson(const InstrumentTable& t) {
     auto it = t.rates.find(m);
     if (it != t.rates.end())
       for (const auto& [name, r] : it->second)
-        row[name] = {{"accepted", r.accepted}, {"total", r.total}, {"rate", r.value()}};
+        row[name] = {{"accepted", r.accepted},
+                     {"total", r.total},
+                     {"not_measured", r.notMeasured},
+                     {"rate", r.measured() ? nlohmann::json(r.value()) : nlohmann::json()}};
     models[m] = row;
   }
   nlohmann::json pairs = nlohmann::json::array();
@@ -86,7 +96,9 @@ std::string instrumentTableText(const InstrumentTable& t) {
     for (const auto& i : t.instruments) {
       auto it = t.rates.find(m);
       const Rate r = it != t.rates.end() && it->second.count(i) ? it->second.at(i) : Rate{};
-      std::string cell = r.total ? percent(r.value()) + " (" + std::to_string(r.accepted) + "/" + std::to_string(r.total) + ")" : "-";
+      std::string cell = r.total ? percent(r.value()) + " (" + std::to_string(r.accepted) + "/" + std::to_string(r.total) + ")"
+                         : r.notMeasured ? "not measured"
+                                         : "-";
       os << std::setw(22) << cell;
     }
     os << "\n";

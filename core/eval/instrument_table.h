@@ -3,6 +3,8 @@
 // rate side by side; for every two instruments, raw agreement and Cohen's kappa over the
 // samples both judged (labels: accept vs not accept; an abstention is not an accept);
 // and calibration: a gate's rate on archived outputs next to their published score.
+// A "not_measured" verdict (no judge answered) counts in no rate and no agreement: a rate
+// with nothing measured is "not measured", never 0%.
 
 #include <map>
 #include <string>
@@ -16,7 +18,9 @@
 namespace crosslab::eval {
 
 struct Rate {
-  size_t accepted = 0, total = 0;
+  size_t accepted = 0, total = 0;  // total: samples the instrument measured
+  size_t notMeasured = 0;          // samples whose verdict is not_measured
+  bool measured() const { return total > 0; }
   double value() const { return total ? static_cast<double>(accepted) / static_cast<double>(total) : 0.0; }
 };
 

@@ -2,6 +2,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "core/eval/verdict.h"
+
 namespace crosslab::eval {
 namespace {
 
@@ -115,6 +117,10 @@ JudgeVerdict JudgeGate::judgeOne(size_t judge, const std::string& prompt) {
     v.reason = reply->reason;
     break;
   }
+  if (!v.answered()) {
+    v.verdict = verdictName(Verdict::NotMeasured);
+    v.reason = "no answer: " + (v.errors.empty() ? std::string("no request made") : v.errors.back());
+  }
   return v;
 }
 
@@ -123,14 +129,20 @@ GateResult JudgeGate::judge(const EvalQuestion& q, const std::string& output) {
   vars["output"] = output;
   const std::string prompt = renderTemplate(spec_.rubric, vars);
   GateResult g;
-  bool anyReject = false, anyAbstain = false;
+  bool anyReject = false, anyAbstain = false, anyUnmeasured = false;
   for (size_t i = 0; i < spec_.judges.size(); ++i) {
     g.judges.push_back(judgeOne(i, prompt));
-    anyReject = anyReject || g.judges.back().verdict == "reject";
-    anyAbstain = anyAbstain || g.judges.back().verdict == "abstain";
+    const Verdict v = parseVerdict(g.judges.back().verdict);
+    anyReject = anyReject || v == Verdict::Reject;
+    anyAbstain = anyAbstain || v == Verdict::Abstain;
+    anyUnmeasured = anyUnmeasured || v == Verdict::NotMeasured;
   }
-  // Accept only on agreement: one reject rejects; otherwise one abstention withholds accept.
-  g.verdict = anyReject ? "reject" : anyAbstain ? "abstain" : "accept";
+  // Accept only on agreement: one reject rejects; otherwise a judge that was never reached
+  // leaves the gate unmeasured, and one abstention withholds accept.
+  g.verdict = verdictName(anyReject       ? Verdict::Reject
+                          : anyUnmeasured ? Verdict::NotMeasured
+                          : anyAbstain    ? Verdict::Abstain
+                                          : Verdict::Accept);
   return g;
 }
 
@@ -168,15 +180,24 @@ GateResult JudgeGate::judgePair(const EvalQuestion& q, const std::string& x, con
     v.verdict = (m1.empty() || m2.empty()) ? "abstain" : m1 == m2 ? m1 : "inconsistent";
     v.reason = "order x,y: " + (w1.empty() ? std::string("no verdict") : w1) + "; order y,x: " +
                (w2.empty() ? std::string("no verdict") : w2);
+    if (!v.answered()) {
+      v.verdict = verdictName(Verdict::NotMeasured);
+      v.reason = "no answer: " + (v.errors.empty() ? std::string("no request made") : v.errors.back());
+    }
     g.judges.push_back(std::move(v));
   }
   g.verdict = g.judges.front().verdict;
+  for (const auto& v : g.judges)
+    if (parseVerdict(v.verdict) == Verdict::NotMeasured) {
+      g.verdict = v.verdict;
+      return g;
+    }
   for (const auto& v : g.judges) {
-    if (v.verdict == "abstain") {
-      g.verdict = "abstain";
+    if (parseVerdict(v.verdict) == Verdict::Abstain) {
+      g.verdict = v.verdict;
       break;
     }
-    if (v.verdict != g.verdict) g.verdict = "disagree";
+    if (v.verdict != g.verdict) g.verdict = verdictName(Verdict::Disagree);
   }
   return g;
 }

@@ -2,7 +2,10 @@
 // Instrument 3, the judge gate: one or more judges (OpenAI-compatible endpoint + model +
 // rubric), temperature 0. A gate selects which numbered rubric checks count. A reply that
 // does not parse is retried up to max_attempts times and then recorded as an abstention,
-// never as accept. The gate accepts only when every judge accepts. Pairwise mode asks
+// never as accept. A judge that never answered (unreachable, refused, timed out on every
+// attempt) did not measure: "not_measured" (core/eval/verdict.h), never a reject or 0%.
+// The gate accepts only when every judge accepts; one reject rejects; otherwise a judge
+// that did not measure leaves the gate not measured. Pairwise mode asks
 // twice with A/B swapped and keeps a verdict only when both orders agree ("inconsistent"
 // otherwise). The HTTP side is a ChatTransport (backends/ implements it over HTTP).
 //
@@ -74,7 +77,8 @@ class ChatTransport {
 // terms: x/y/tie/inconsistent/abstain).
 struct JudgeVerdict {
   std::string judge;
-  std::string verdict;
+  std::string verdict;  // a name of eval::Verdict
+  bool answered() const { return !replies.empty(); }  // the judge was reached at least once
   std::map<int, bool> checks;
   std::string reason;
   std::vector<std::string> replies;  // raw assistant messages, every attempt
@@ -85,7 +89,8 @@ struct JudgeVerdict {
 };
 
 struct GateResult {
-  std::string verdict;  // single: accept/reject/abstain; pairwise: x/y/tie/inconsistent/disagree/abstain
+  // single: accept/reject/abstain/not_measured; pairwise: x/y/tie/inconsistent/disagree/abstain/not_measured
+  std::string verdict;
   std::vector<JudgeVerdict> judges;
 };
 

@@ -82,7 +82,8 @@ class TestJudgeGate : public QObject {
     QCOMPARE(judge.calls("garbage-once"), 2);
   }
 
-  void timeoutsAbstain() {
+  // A judge that never answered did not measure: not a reject, not an abstention.
+  void timeoutsAreNotMeasured() {
     StandinJudge judge;
     backends::OpenAiChatClient client;
     auto spec = gate(judge.url(), {"slow"});
@@ -91,9 +92,44 @@ class TestJudgeGate : public QObject {
     spec.maxAttempts = 1;
     eval::JudgeGate g(spec, client, noKey);
     auto r = g.judge(question(), "x");
-    QCOMPARE(QString::fromStdString(r.verdict), QString("abstain"));
+    QCOMPARE(QString::fromStdString(r.verdict), QString("not_measured"));
+    QCOMPARE(QString::fromStdString(r.judges[0].verdict), QString("not_measured"));
+    QVERIFY(!r.judges[0].answered());
     QCOMPARE(r.judges[0].errors.size(), size_t(1));
     QVERIFY(QString::fromStdString(r.judges[0].errors[0]).contains("failed"));
+  }
+
+  // Unreachable judges (connection refused): the gate is not measured unless a reached
+  // judge already rejects (one reject rejects, whatever the others would have said).
+  void unreachableJudgesAreNotMeasured() {
+    StandinJudge judge;
+    backends::OpenAiChatClient client;
+    const std::string nowhere = "http://127.0.0.1:1";
+    auto only = gate(nowhere, {"accept"});
+    only.httpRetries = 0;
+    eval::JudgeGate g(only, client, noKey);
+    auto r = g.judge(question(), "x");
+    QCOMPARE(QString::fromStdString(r.verdict), QString("not_measured"));
+    QVERIFY(QString::fromStdString(r.judges[0].reason).startsWith("no answer: "));
+
+    auto mixed = gate(judge.url(), {"accept"});
+    mixed.httpRetries = 0;
+    mixed.judges.push_back({"gone", nowhere, "accept", ""});
+    eval::JudgeGate m(mixed, client, noKey);
+    r = m.judge(question(), "x");
+    QCOMPARE(QString::fromStdString(r.verdict), QString("not_measured"));  // accept needs every judge
+    QCOMPARE(QString::fromStdString(r.judges[0].verdict), QString("accept"));
+
+    auto rejecting = gate(judge.url(), {"reject"});
+    rejecting.httpRetries = 0;
+    rejecting.judges.push_back({"gone", nowhere, "accept", ""});
+    eval::JudgeGate rj(rejecting, client, noKey);
+    QCOMPARE(QString::fromStdString(rj.judge(question(), "x").verdict), QString("reject"));
+
+    auto pair = gate(nowhere, {"position-a"}, true);
+    pair.httpRetries = 0;
+    eval::JudgeGate p(pair, client, noKey);
+    QCOMPARE(QString::fromStdString(p.judgePair(question(), "a", "b").verdict), QString("not_measured"));
   }
 
   void rateLimitAndServerErrorAreRetried() {
