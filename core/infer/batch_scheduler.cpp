@@ -1,5 +1,7 @@
 #include "core/infer/batch_scheduler.h"
 
+#include "core/infer/device.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
@@ -427,12 +429,7 @@ std::unique_ptr<BatchScheduler> BatchScheduler::open(const std::filesystem::path
   if (options.decodePath != "auto" && options.decodePath != "fused" && options.decodePath != "op-by-op")
     throw std::runtime_error("unknown decode path '" + options.decodePath + "' (use auto, fused or op-by-op)");
   at::set_num_threads(options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency())));
-  at::Device device(at::kCPU);
-  try {
-    device = at::Device(options.device);
-  } catch (const std::exception&) {
-    throw std::runtime_error("unknown device '" + options.device + "'");
-  }
+  const at::Device device = parseDevice(options.device);
   c10::InferenceMode guard;
   auto impl = std::make_unique<Impl>(model::LlamaModel::load(dir, parseDtype(options.dtype), device, options.copyWeights));
   impl->opt = options;

@@ -1,5 +1,7 @@
 #include "core/infer/local_engine.h"
 
+#include "core/infer/device.h"
+
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
@@ -65,12 +67,7 @@ LocalEngine::~LocalEngine() = default;
 std::unique_ptr<LocalEngine> LocalEngine::open(const std::filesystem::path& dir, const EngineOptions& options) {
   const int threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
   at::set_num_threads(threads);
-  at::Device device(at::kCPU);
-  try {
-    device = at::Device(options.device);
-  } catch (const std::exception&) {
-    throw std::runtime_error("unknown device '" + options.device + "'");
-  }
+  const at::Device device = parseDevice(options.device);
   c10::InferenceMode guard;
   const auto t0 = Clock::now();
   auto impl = std::make_unique<Impl>(Impl{model::LlamaModel::load(dir, parseDtype(options.dtype), device, options.copyWeights), std::nullopt});

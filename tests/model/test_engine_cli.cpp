@@ -223,6 +223,20 @@ class TestEngineCli : public QObject {
     QCOMPARE(r.code, 1);
     QVERIFY(r.err.contains("no tokenizer.json"));
   }
+
+  // A device this build or machine does not have: one short line naming the devices there
+  // are (it was a libtorch stack trace of ~3,000 characters).
+  void missingDeviceNamesTheDevicesThereAre() {
+    for (const char* device : {"cuda:99", "mps", "warp-drive"}) {
+      const auto r = cli({"forward", "--model", good_, "--ids", "[1, 2]", "--dump-logits", tmp_.filePath("d.f32"), "--device",
+                          device});
+      QCOMPARE(r.code, 1);
+      QCOMPARE(r.err.trimmed().count('\n'), 0);
+      QVERIFY2(r.err.contains("devices here: cpu"), r.err.constData());
+      QVERIFY2(r.err.size() < 300, r.err.constData());
+      QVERIFY(!QFile::exists(tmp_.filePath("d.f32")));
+    }
+  }
 };
 
 QTEST_GUILESS_MAIN(TestEngineCli)
