@@ -398,7 +398,9 @@ void SshSession::download(const std::string& remotePath, const std::string& loca
   sftp_attributes a = sftp_stat(h.sftp, remotePath.c_str());
   if (!a) throw SshError("no such file on the box: " + remotePath);
   const std::uint64_t total = a->size;
+  const bool folder = a->type == SSH_FILEXFER_TYPE_DIRECTORY;
   sftp_attributes_free(a);
+  if (folder) throw SshError(remotePath + " is a folder on the box, not a file");
   const std::string part = localPath + ".part";
   std::error_code ec;
   std::uint64_t offset = 0;
@@ -414,16 +416,22 @@ void SshSession::download(const std::string& remotePath, const std::string& loca
   if (!out) throw SshError("cannot write " + part);
   std::vector<char> buf(kSftpChunk);
   std::uint64_t done = offset;
-  if (progress) progress(done, total);
-  while (done < total) {
-    checkCancel(cancel);
-    const ssize_t n = sftp_read(f.file, buf.data(), buf.size());
-    if (n < 0) throw SshError("read of " + remotePath + " failed: " + impl_->error());
-    if (n == 0) break;
-    out.write(buf.data(), n);
-    if (!out) throw SshError("write to " + part + " failed (disk full?)");
-    done += static_cast<std::uint64_t>(n);
+  try {
     if (progress) progress(done, total);
+    while (done < total) {
+      checkCancel(cancel);
+      const ssize_t n = sftp_read(f.file, buf.data(), buf.size());
+      if (n < 0) throw SshError("read of " + remotePath + " failed: " + impl_->error());
+      if (n == 0) break;
+      out.write(buf.data(), n);
+      if (!out) throw SshError("write to " + part + " failed (disk full?)");
+      done += static_cast<std::uint64_t>(n);
+      if (progress) progress(done, total);
+    }
+  } catch (...) {
+    out.close();
+    if (done == 0) fs::remove(part, ec);  // nothing to resume from: leave no empty .part behind
+    throw;
   }
   out.close();
   if (done != total) throw SshError(remotePath + " ended early (" + std::to_string(done) + " of " +

@@ -156,9 +156,10 @@ void VenueStore::markReady(std::int64_t boxId, const std::string& host) {
 
 MeterReading VenueStore::meter(const BoxRow& box, double nowEpoch) const {
   const auto start = parseUtc(box.provisionedAt);
-  if (!start || !box.pricePerHour) return {};
+  if (!start) return {};
   const double end = box.deletedAt.empty() ? nowEpoch : parseUtc(box.deletedAt).value_or(nowEpoch);
-  return meterReading(*box.pricePerHour, box.minMinutes, *start, end);
+  // An unpriced box (one's own machine) still has an uptime; it costs nothing on the meter.
+  return meterReading(box.pricePerHour.value_or(0), box.minMinutes, *start, end);
 }
 
 LifeEnd VenueStore::endBox(std::int64_t boxId, const std::string& finalState, double endEpoch) {

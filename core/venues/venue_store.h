@@ -89,7 +89,8 @@ class VenueStore {
   // Ends the life (deleted/removed) and books its metered cost in the ledger, once: a
   // life another process (or an earlier call) already ended is left as it is.
   LifeEnd endBox(std::int64_t boxId, const std::string& finalState, double endEpoch);
-  // Live cost of a box life at `nowEpoch` (ended lives stop at deleted_at).
+  // Live cost of a box life at `nowEpoch` (ended lives stop at deleted_at); an unpriced box
+  // has its uptime and costs 0.
   MeterReading meter(const BoxRow& box, double nowEpoch) const;
   // Seconds since the box last did something (event rows: exec, transfer, run), or since ready.
   double idleSeconds(const BoxRow& box, double nowEpoch);
