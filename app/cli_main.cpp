@@ -11,8 +11,11 @@
 
 #include "cli/commands.h"
 #include "backends/qt_messages.h"
+#include "cli/venue_support.h"
 
 int main(int argc, char** argv) {
+  // Before anything is opened: the passphrase descriptor, if the caller handed us one.
+  crosslab::backends::takePassphraseDescriptor();
   // Commands that use Qt Network need an application object; it needs no display.
   QCoreApplication app(argc, argv);
   // Logs go to stderr so that stdout carries only results (JSON, ids, text).

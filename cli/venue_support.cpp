@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cstdlib>
 #include <stdexcept>
 
@@ -60,26 +61,62 @@ venues::BoxRow requireBox(venues::VenueStore& venues, const std::string& name) {
 
 namespace {
 
-// One line from `fd`, a byte at a time so nothing after the newline is consumed.
+constexpr size_t kMaxPassphrase = 1024;
+
+// One line from `fd`, a byte at a time so nothing after the newline is consumed; at most
+// kMaxPassphrase bytes (a descriptor holding a file, not a passphrase, is not read whole).
 std::string readLine(int fd) {
   std::string line;
-  line.reserve(1024);  // no reallocation leaving copies of a passphrase behind
+  line.reserve(kMaxPassphrase + 1);  // no reallocation leaving copies of a passphrase behind
   char c = 0;
-  while (::read(fd, &c, 1) == 1 && c != '\n') line.push_back(c);
+  while (line.size() <= kMaxPassphrase && ::read(fd, &c, 1) == 1 && c != '\n') line.push_back(c);
+  if (line.size() > kMaxPassphrase)
+    throw std::runtime_error("CROSSLAB_SSH_PASSPHRASE_FD: no passphrase line within " + std::to_string(kMaxPassphrase) +
+                             " bytes");
   if (!line.empty() && line.back() == '\r') line.pop_back();
   return line;
 }
 
+// What takePassphraseDescriptor() found: the inherited descriptor, or why there is none.
+struct PassphraseDescriptor {
+  bool taken = false;  // takePassphraseDescriptor() ran
+  int fd = -1;
+  std::string problem;  // set when the variable names something unusable
+};
+PassphraseDescriptor gPassphraseFd;
+
 }  // namespace
 
+void takePassphraseDescriptor() {
+  gPassphraseFd = {};
+  gPassphraseFd.taken = true;
+  const char* fdText = std::getenv("CROSSLAB_SSH_PASSPHRASE_FD");
+  if (!fdText || !*fdText) return;
+  const std::string name = std::string("CROSSLAB_SSH_PASSPHRASE_FD=") + fdText;
+  char* end = nullptr;
+  errno = 0;
+  const long fd = std::strtol(fdText, &end, 10);
+  if (*end != '\0' || errno != 0 || fd < 0 || fd > 1 << 20) {
+    gPassphraseFd.problem = name + " is not a descriptor number";
+    return;
+  }
+  const int flags = fcntl(static_cast<int>(fd), F_GETFD);
+  if (flags < 0) {
+    gPassphraseFd.problem = name + " is not a descriptor crosslab-cli was given (not open at start-up)";
+    return;
+  }
+  if (fd > 2) fcntl(static_cast<int>(fd), F_SETFD, flags | FD_CLOEXEC);
+  gPassphraseFd.fd = static_cast<int>(fd);
+}
+
 std::string askPassphraseOnTerminal(const std::string& prompt) {
-  // Scripts and CI: a descriptor the caller opened (e.g. CROSSLAB_SSH_PASSPHRASE_FD=3 3<file).
+  // Scripts and CI: a descriptor the caller opened (e.g. CROSSLAB_SSH_PASSPHRASE_FD=3 3<file),
+  // taken at start-up; never one crosslab opened itself.
   if (const char* fdText = std::getenv("CROSSLAB_SSH_PASSPHRASE_FD"); fdText && *fdText) {
-    char* end = nullptr;
-    const long fd = std::strtol(fdText, &end, 10);
-    if (*end != '\0' || fd < 0 || fcntl(static_cast<int>(fd), F_GETFD) < 0)
-      throw std::runtime_error(std::string("CROSSLAB_SSH_PASSPHRASE_FD=") + fdText + " is not an open descriptor");
-    return readLine(static_cast<int>(fd));
+    if (!gPassphraseFd.taken)
+      throw std::runtime_error("CROSSLAB_SSH_PASSPHRASE_FD is read at crosslab-cli's start-up only");
+    if (!gPassphraseFd.problem.empty()) throw std::runtime_error(gPassphraseFd.problem);
+    return readLine(gPassphraseFd.fd);
   }
   // Interactive: the controlling terminal, echo off (stdin may be a pipe of data).
   const int tty = ::open("/dev/tty", O_RDWR | O_NOCTTY | O_CLOEXEC);

@@ -27,9 +27,15 @@ providers::HotAisleOptions hotAisleBounds(const cli::Args& args);
 
 // The recorded box NAME (active life); throws a one-line reason when there is none.
 venues::BoxRow requireBox(venues::VenueStore& venues, const std::string& name);
-// An encrypted key's passphrase: one line from the descriptor named by
-// $CROSSLAB_SSH_PASSPHRASE_FD, else asked on /dev/tty with echo off; with neither it
-// throws "no terminal to ask for its passphrase; …". Never stored or logged.
+// Called first in main(), before anything is opened: takes the descriptor named by
+// $CROSSLAB_SSH_PASSPHRASE_FD if it is open now, that is, inherited from the caller (a
+// descriptor crosslab opens later, such as lab.sqlite's, is never read or closed for a
+// passphrase). Marks it close-on-exec (above 2) so children do not inherit it.
+void takePassphraseDescriptor();
+// An encrypted key's passphrase: one line from the descriptor taken at start-up, else
+// asked on /dev/tty with echo off; with neither it throws "no terminal to ask for its
+// passphrase; …". A descriptor named but not inherited is a one-line error. Never
+// stored or logged; no descriptor is closed except the terminal this opens.
 std::string askPassphraseOnTerminal(const std::string& prompt);
 // --known-hosts FILE, else $CROSSLAB_HOME/known_hosts; --accept-new. Encrypted keys ask
 // through askPassphraseOnTerminal.
