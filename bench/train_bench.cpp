@@ -21,6 +21,7 @@
 #include <ctime>
 #include <iostream>
 #include <random>
+#include <stdexcept>
 #include <string>
 #include <thread>
 
@@ -113,22 +114,63 @@ double peerTokensPerSecond(const std::string& peer, const std::string& ckpt, int
 
 }  // namespace
 
-int main(int argc, char** argv) {
-  if (argc < 2) {
-    std::cerr << "usage: train_bench CKPT [--peer ref_lora_train.py] [--steps N] [--threads T] [--dtypes f32,bf16]\n";
-    return 2;
+constexpr const char* kUsage =
+    "usage: train_bench CKPT [--peer ref_lora_train.py] [--steps N] [--threads T] [--dtypes f32,bf16] "
+    "[--clock wall|cpu]\n";
+
+// A whole number in [min, max], else a usage error naming the option.
+int wholeNumber(const std::string& option, const std::string& text, int min, int max) {
+  size_t used = 0;
+  int v = 0;
+  try {
+    v = std::stoi(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
   }
+  if (used != text.size() || text.empty() || v < min || v > max)
+    throw std::invalid_argument(option + " needs a whole number in [" + std::to_string(min) + ", " +
+                                std::to_string(max) + "], not '" + text + "'");
+  return v;
+}
+
+int runBench(int argc, char** argv);
+
+int main(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i)
+    if (std::string(argv[i]) == "--help" || std::string(argv[i]) == "-h") {
+      std::cout << kUsage;
+      return 0;
+    }
+  try {
+    return runBench(argc, argv);
+  } catch (const std::invalid_argument& e) {  // usage
+    std::cerr << "train_bench: " << e.what() << "\n" << kUsage;
+    return 2;
+  } catch (const std::exception& e) {
+    std::cerr << "train_bench: " << e.what() << "\n";
+    return 1;
+  }
+}
+
+int runBench(int argc, char** argv) {
+  if (argc < 2 || argv[1][0] == '-') throw std::invalid_argument("the checkpoint folder CKPT comes first");
   const std::string ckpt = argv[1];
   std::string peer, dtypes = "f32,bf16";
   int steps = 6, threads = int(std::max(1u, std::thread::hardware_concurrency()));
-  for (int i = 2; i + 1 < argc; i += 2) {
-    const std::string k = argv[i], v = argv[i + 1];
+  for (int i = 2; i < argc; i += 2) {
+    const std::string k = argv[i];
+    if (i + 1 >= argc) throw std::invalid_argument(k + " needs a value");
+    const std::string v = argv[i + 1];
+    // Throughput is timed after the warm-up steps: at least one more step is needed.
     if (k == "--peer") peer = v;
-    else if (k == "--steps") steps = std::stoi(v);
-    else if (k == "--threads") threads = std::stoi(v);
+    else if (k == "--steps") steps = wholeNumber(k, v, kWarmup + 1, 1000000);
+    else if (k == "--threads") threads = wholeNumber(k, v, 1, 4096);
     else if (k == "--dtypes") dtypes = v;
-    else if (k == "--clock") gCpuClock = v == "cpu";
+    else if (k == "--clock" && (v == "cpu" || v == "wall")) gCpuClock = v == "cpu";
+    else throw std::invalid_argument("unknown option " + k + (k == "--clock" ? " value '" + v + "'" : ""));
   }
+  if (dtypes.find("f32") == std::string::npos && dtypes.find("bf16") == std::string::npos)
+    throw std::invalid_argument("--dtypes names f32, bf16 or both");
   at::set_num_threads(threads);
   const double peakBf16 = matmulPeakGflops(at::kBFloat16), peakF32 = matmulPeakGflops(at::kFloat);
   std::printf("matmul peak (2048^3): bf16 %.1f GFLOP/s, fp32 %.1f GFLOP/s; threads %d (intra-op %d); %s clock\n", peakBf16,

@@ -19,9 +19,10 @@ class UsageError : public std::runtime_error {
 };
 
 struct OptionSpec {
-  std::string name;   // "--json"
-  bool takesValue;    // "--name NAME" vs a switch
+  std::string name;       // "--json"
+  bool takesValue;        // "--name NAME" vs a switch
   std::string help;
+  bool required = false;  // runCli refuses the command without it (exit 2), before running it
 };
 
 // `text` as a real number, else UsageError "WHAT needs a number, not 'TEXT'" (for list items).

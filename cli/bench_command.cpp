@@ -203,8 +203,8 @@ class CliListener : public SweepListener {
 };
 
 std::vector<cli::OptionSpec> benchOptions() {
-  return {{"--url", true, "endpoint base URL, e.g. http://127.0.0.1:8000 (http only; tunnel remote boxes)"},
-          {"--model", true, "model or adapter id sent in requests"},
+  return {{"--url", true, "endpoint base URL, e.g. http://127.0.0.1:8000 (http only; tunnel remote boxes)", true},
+          {"--model", true, "model or adapter id sent in requests", true},
           {"--endpoint", true, "completions (default) or chat"},
           {"--concurrency", true, "levels, default 1,8,32,64"},
           {"--num-prompts", true, "requests per level (default max(8, 2 x concurrency))"},
@@ -226,11 +226,13 @@ std::vector<cli::OptionSpec> benchOptions() {
           {"--stall-seconds", true, "a decoding stream silent this long stops the sweep, default 30"},
           {"--watch-window", true, "seconds over which live per-stream tok/s is judged, default 5"},
           {"--seed", true, "seed for prompts and arrival times"},
-          {"--progress", false, "print JSON Lines progress events (for the GUI)"}};
+          {"--progress", false, "print JSON Lines progress events (for the GUI)"},
+          {"--json", false, "print the sweep as one JSON object (levels with vLLM's keys); progress on stderr"}};
 }
 
 int runBench(const Args& args, cli::Context& ctx) {
   args.expectPositionals(0, 0);
+  if (args.has("--json") && args.has("--progress")) throw UsageError("--json or --progress, not both");
   ThroughputSweep sweep(optionsFrom(args));
   const auto& o = sweep.options();
   const std::string label = args.value("--label").value_or(o.model + " @ " + o.url);
@@ -247,7 +249,8 @@ int runBench(const Args& args, cli::Context& ctx) {
                                              o.pricePerHour});
   }
   std::vector<json> lines;
-  CliListener listener(ctx.out, args.has("--progress"));
+  // With --json, stdout carries only the result: the human progress lines go to stderr.
+  CliListener listener(args.has("--json") ? ctx.err : ctx.out, args.has("--progress"));
   listener.onLevel = [&](const bench::LevelResult& l) {
     if (lab) bench::BenchStore(*lab).saveLevel(*benchId, l);
     if (args.has("--save-result")) {
@@ -263,14 +266,32 @@ int runBench(const Args& args, cli::Context& ctx) {
   const SweepResult result = sweep.run(&listener, &gStop);
   if (lab) bench::BenchStore(*lab).end(*benchId);
   const std::string knee = result.knee ? result.knee->description : "not reached (aggregate still growing)";
-  if (args.has("--progress"))
+  if (args.has("--json")) {
+    json levels = json::array();
+    for (const auto& l : result.levels) {
+      json j = levelToJson(l);
+      for (const char* big : {"input_lens", "output_lens", "ttfts", "itls", "errors"}) j.erase(big);
+      levels.push_back(std::move(j));
+    }
+    ctx.out << json{{"label", label},
+                    {"url", o.url},
+                    {"model", o.model},
+                    {"levels", levels},
+                    {"knee", result.knee ? json(result.knee->concurrency) : json()},
+                    {"knee_description", knee},
+                    {"stopped", result.stoppedReason},
+                    {"benchmark_id", benchId ? json(*benchId) : json()}}
+                   .dump()
+            << "\n";
+  } else if (args.has("--progress")) {
     listener.emit({{"event", "sweep"}, {"knee", result.knee ? json(result.knee->concurrency) : json()},
                    {"knee_description", knee}, {"stopped", result.stoppedReason},
                    {"benchmark_id", benchId ? json(*benchId) : json()}});
-  else
+  } else {
     ctx.out << "saturation: " << knee << "\n"
             << (result.stoppedReason.empty() ? "" : "sweep stopped: " + result.stoppedReason + "\n")
             << (benchId ? "recorded as benchmark " + std::to_string(*benchId) + "\n" : "");
+  }
   int completed = 0;
   for (const auto& l : result.levels) completed += l.completed;
   if (completed == 0) {
@@ -308,7 +329,7 @@ void addBenchCommands(std::vector<cli::Command>& commands) {
                       "--url URL --model NAME [--endpoint completions|chat] [--concurrency 1,8,32,64] "
                       "[--num-prompts N | --duration S] [--input-len N] [--output-len 512] [--ignore-eos] "
                       "[--request-rate inf|R] [--burstiness B] [--warmup N] [--price-per-hour USD] [--label TEXT] "
-                      "[--lab LAB] [--save-result FILE] [--api-key-env VAR]",
+                      "[--lab LAB] [--save-result FILE] [--api-key-env VAR] [--json]",
                       "throughput sweep of an OpenAI-compatible endpoint (vLLM bench serve metrics)",
                       benchOptions(), runBench});
   commands.push_back({"bench standin", "[--model NAME] [--interval-ms MS] [--seconds S] [--collapse-above N]",

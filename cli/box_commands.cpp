@@ -2,16 +2,20 @@
 // Spark, a Mac): add, list, exec, push, pull, forward, remove.
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <csignal>
 #include <filesystem>
 #include <iomanip>
+#include <memory>
 #include <ostream>
+#include <sstream>
 #include <thread>
 
 #include "cli/venue_support.h"
 #include "cli/commands.h"
+#include "cli/progress.h"
 #include "backends/ssh/port_forward.h"
 #include "core/util/lab_files.h"
 
@@ -102,20 +106,25 @@ int boxExec(const Args& args, Context& ctx) {
   return status;
 }
 
-// "12.3 MB/s" progress on stderr, at most a few times a second.
+// "12.3 MB/s" progress on stderr, at most a few times a second; the line ends (newline)
+// when the transfer does, however it ends.
 ssh::ProgressFn progressPrinter(std::ostream& err, const std::string& label) {
-  auto start = std::make_shared<std::chrono::steady_clock::time_point>(std::chrono::steady_clock::now());
-  auto last = std::make_shared<std::chrono::steady_clock::time_point>();
-  auto first = std::make_shared<std::uint64_t>(UINT64_MAX);
-  return [&err, label, start, last, first](std::uint64_t done, std::uint64_t total) {
-    if (*first == UINT64_MAX) *first = done;  // bytes skipped by a resume do not count toward the rate
+  struct State {
+    std::chrono::steady_clock::time_point start = std::chrono::steady_clock::now(), last{};
+    std::uint64_t first = UINT64_MAX;
+    std::unique_ptr<cli::Progress> line;
+  };
+  auto st = std::make_shared<State>();
+  return [&err, label, st](std::uint64_t done, std::uint64_t total) {
+    if (st->first == UINT64_MAX) st->first = done;  // bytes skipped by a resume do not count toward the rate
+    if (!st->line) st->line = std::make_unique<cli::Progress>(err, label, total);
     const auto now = std::chrono::steady_clock::now();
-    if (done != total && now - *last < std::chrono::milliseconds(250)) return;
-    *last = now;
-    const double s = std::chrono::duration<double>(now - *start).count();
-    const double mbps = s > 0 ? (done - *first) / 1e6 / s : 0;
-    err << "\r" << label << "  " << done << "/" << total << " bytes  " << std::fixed << std::setprecision(1) << mbps
-        << " MB/s" << (done == total ? "\n" : "") << std::flush;
+    if (done != total && now - st->last < std::chrono::milliseconds(250)) return;
+    st->last = now;
+    const double s = std::chrono::duration<double>(now - st->start).count();
+    std::ostringstream note;
+    note << "bytes  " << std::fixed << std::setprecision(1) << (s > 0 ? (done - st->first) / 1e6 / s : 0) << " MB/s";
+    st->line->step(done, note.str());
   };
 }
 
@@ -160,7 +169,28 @@ int boxPull(const Args& args, Context& ctx) {
   ssh::SshSession session(sshTargetFor(box, args));
   session.connect();
   store.touchBox(box.id, "transfer", "pull " + src + " -> " + dst);
-  session.download(src, dst, progressPrinter(ctx.err, src));
+  if (session.run("test -d " + ssh::shellQuote(src)).status != 0) {
+    session.download(src, dst, progressPrinter(ctx.err, src));
+    return 0;
+  }
+  // A folder: every file under it, to the same relative place under DST (as push does).
+  const auto found = session.run("cd " + ssh::shellQuote(src) + " && find . -type f -print0");
+  if (found.status != 0) throw std::runtime_error("cannot list " + src + " on " + name + ": " + found.err);
+  std::vector<std::string> files;
+  for (size_t start = 0, end; start < found.out.size(); start = end + 1) {
+    end = found.out.find('\0', start);
+    if (end == std::string::npos) end = found.out.size();
+    std::string rel = found.out.substr(start, end - start);
+    if (rel.rfind("./", 0) == 0) rel.erase(0, 2);
+    if (!rel.empty()) files.push_back(rel);
+  }
+  std::sort(files.begin(), files.end());
+  for (const auto& rel : files) {
+    const fs::path local = fs::path(dst) / rel;
+    fs::create_directories(local.parent_path());
+    session.download(src + "/" + rel, local.string(), progressPrinter(ctx.err, rel));
+  }
+  ctx.err << "pulled " << files.size() << " files from " << name << ":" << src << " to " << dst << "\n";
   return 0;
 }
 
@@ -209,9 +239,9 @@ int boxRemove(const Args& args, Context& ctx) {
 void addBoxCommands(std::vector<cli::Command>& commands) {
   commands.push_back({"box add", "NAME --host H [--port P] --user U [--key FILE] [--lab LAB]",
                       "record a machine reachable by SSH",
-                      {{"--host", true, "host name or address"},
+                      {{"--host", true, "host name or address", true},
                        {"--port", true, "SSH port (default 22)"},
-                       {"--user", true, "login user"},
+                       {"--user", true, "login user", true},
                        {"--key", true, "private key file (default: ssh-agent, then ~/.ssh keys)"},
                        {"--price-per-hour", true, "USD per hour, for the meter"},
                        kLab},

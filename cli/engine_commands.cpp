@@ -212,7 +212,7 @@ int modelInfo(const Args& args, Context& ctx) {
   return 0;
 }
 
-const std::vector<OptionSpec> kEngineOptions = {{"--model", true, "checkpoint folder (Hugging Face layout)"},
+const std::vector<OptionSpec> kEngineOptions = {{"--model", true, "checkpoint folder (Hugging Face layout)", true},
                                                 {"--adapter", true, "PEFT LoRA adapter folder"},
                                                 {"--dtype", true, "f32 (default) or bf16"},
                                                 {"--device", true, "cpu (default), cuda, cuda:N"},
@@ -229,14 +229,14 @@ std::vector<OptionSpec> with(std::vector<OptionSpec> extra) {
 void addEngineCommands(std::vector<Command>& commands) {
   commands.push_back({"tokenize", "--model DIR [--no-bos] [--special] (TEXT | --input FILE)",
                       "print the token ids of TEXT (or of each JSON string line of FILE) as a JSON list",
-                      {{"--model", true, "checkpoint folder with tokenizer.json"},
+                      {{"--model", true, "checkpoint folder with tokenizer.json", true},
                        {"--no-bos", false, "do not add <|begin_of_text|>"},
                        {"--special", false, "recognise special-token text such as <|eot_id|>"},
                        {"--input", true, "JSON Lines file of strings"}},
                       tokenize});
   commands.push_back({"detokenize", "--model DIR IDS_JSON [--json] [--skip-special]",
                       "print the exact text of a JSON list of token ids",
-                      {{"--model", true, "checkpoint folder with tokenizer.json"},
+                      {{"--model", true, "checkpoint folder with tokenizer.json", true},
                        {"--json", false, "print {\"text\": ...}"},
                        {"--skip-special", false, "leave special tokens out"}},
                       detokenize});
@@ -258,8 +258,8 @@ void addEngineCommands(std::vector<Command>& commands) {
                       generate});
   commands.push_back({"forward", "--model DIR [--adapter DIR] --ids JSON --dump-logits FILE [--dtype f32|bf16]",
                       "run one forward pass; write every position's logits as raw float32 [T, vocab]",
-                      with({{"--ids", true, "JSON list of ids (or @file)"},
-                            {"--dump-logits", true, "output file (little-endian float32)"},
+                      with({{"--ids", true, "JSON list of ids (or @file)", true},
+                            {"--dump-logits", true, "output file (little-endian float32)", true},
                             {"--incremental", false, "one token at a time through the KV cache (the decode path)"},
                             {"--op-by-op", false, "with --incremental: the op-by-op decode path, not the fused CPU step"}}),
                       forward});

@@ -175,22 +175,22 @@ int evalExport(const Args& args, Context& ctx) {
 void addEvalCommands(std::vector<Command>& commands) {
   commands.push_back({"eval check", "--eval FILE --outputs FILE [--json] [--detail] [--lab LAB]",
                       "format + quote fidelity per model (mechanical instruments)",
-                      {{"--eval", true, "eval set, JSON Lines {id, question, contexts}"},
-                       {"--outputs", true, "outputs, JSON Lines {id, model, output}"},
+                      {{"--eval", true, "eval set, JSON Lines {id, question, contexts}", true},
+                       {"--outputs", true, "outputs, JSON Lines {id, model, output}", true},
                        {"--json", false, "print a JSON object"},
                        {"--detail", false, "add per-sample results with matched spans"},
                        {"--lab", true, "also store the samples and their format/quotes verdicts in this lab"}},
                       evalCheck});
   commands.push_back({"eval agreement", "--lab LAB [--eval FILE] [--json]",
                       "instruments side by side per model, Cohen's kappa, calibration",
-                      {{"--lab", true, "the lab"},
+                      {{"--lab", true, "the lab", true},
                        {"--eval", true, "only the samples of this eval set"},
                        {"--json", false, "print a JSON object"}},
                       evalAgreement});
   commands.push_back({"eval export", "--lab LAB --format csv|json|dpo [--eval FILE] [--out FILE]",
                       "export samples and verdicts (CSV, JSON) or DPO pairs from pairwise verdicts",
-                      {{"--lab", true, "the lab"},
-                       {"--format", true, "csv, json or dpo"},
+                      {{"--lab", true, "the lab", true},
+                       {"--format", true, "csv, json or dpo", true},
                        {"--eval", true, "eval set (dpo: the prompts)"},
                        {"--out", true, "write here (atomically) instead of stdout"}},
                       evalExport});

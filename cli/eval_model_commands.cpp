@@ -17,6 +17,8 @@
 #include <memory>
 #include "core/eval/eval_store.h"
 #include "core/eval/judge_gate.h"
+#include "core/eval/verdict.h"
+#include "cli/progress.h"
 
 namespace crosslab::backends {
 namespace {
@@ -85,15 +87,16 @@ int evalGenerate(const Args& args, Context& ctx) {
   }
   std::vector<eval::OutputRecord> outputs;
   std::string jsonl;
+  cli::Progress progress(ctx.err, "generated", evalSet.questions.size());
   for (const auto& q : evalSet.questions) {
     const std::string output = complete(eval::renderTemplate(tmpl, eval::rubricVars(q)), q.id);
     outputs.push_back({q.id, label, output});
     // A model can stop mid-character or write bytes that are not UTF-8: JSON Lines must stay
     // valid, so such bytes become U+FFFD in the file (the lab keeps the raw text).
     jsonl += json{{"id", q.id}, {"model", label}, {"output", output}}.dump(-1, ' ', false, json::error_handler_t::replace) + "\n";
-    ctx.err << "generated " << outputs.size() << "/" << evalSet.questions.size() << "\r" << std::flush;
+    progress.step(outputs.size());
   }
-  ctx.err << "\n";
+  progress.finish();
   eval::writeFileAtomic(outPath, jsonl);
   if (auto labDir = args.value("--lab")) {
     auto lab = store::LabStore::open(*labDir);
@@ -117,39 +120,74 @@ json gateDetail(const eval::GateResult& g) {
   return {{"verdict", g.verdict}, {"judges", judges}};
 }
 
+// Whether each judge was reached: an instrument that did not measure must say so.
+struct JudgeReach {
+  size_t asked = 0, unanswered = 0;
+  std::string lastError;
+};
+
 struct Tally {
   std::map<std::string, std::map<std::string, size_t>> byModel;  // model -> verdict -> count
+  std::map<std::string, JudgeReach> judges;                        // judge name -> reach
+
+  void count(const std::string& model, const eval::GateResult& g) {
+    ++byModel[model][g.verdict];
+    for (const auto& v : g.judges) {
+      JudgeReach& r = judges[v.judge];
+      ++r.asked;
+      if (!v.answered()) ++r.unanswered;
+      if (!v.errors.empty()) r.lastError = v.errors.back();
+    }
+  }
+  bool anyAnswer() const {
+    for (const auto& [name, r] : judges)
+      if (r.unanswered < r.asked) return true;
+    return false;
+  }
 };
 
 void printTally(const Tally& t, const std::string& gate, std::ostream& os) {
+  const std::string notMeasured = eval::verdictName(eval::Verdict::NotMeasured);
   for (const auto& [model, counts] : t.byModel) {
-    size_t total = 0;
-    for (const auto& [v, n] : counts) total += n;
+    size_t measured = 0, unmeasured = 0;
+    for (const auto& [v, n] : counts) (v == notMeasured ? unmeasured : measured) += n;
+    os << std::left << std::setw(28) << model;
+    if (measured == 0) {
+      os << "not measured under gate " << gate << " (" << unmeasured << " outputs, no judge answered)\n";
+      continue;
+    }
     const size_t accepted = counts.count("accept") ? counts.at("accept") : 0;
-    os << std::left << std::setw(28) << model << "accepted " << accepted << "/" << total << " ("
-       << (total ? 100 * accepted / total : 0) << "%) under gate " << gate;
+    os << "accepted " << accepted << "/" << measured << " (" << 100 * accepted / measured << "%) under gate " << gate;
     for (const auto& [v, n] : counts)
-      if (v != "accept") os << ", " << v << " " << n;
+      if (v != "accept") os << ", " << (v == notMeasured ? "not measured" : v) << " " << n;
     os << "\n";
   }
+}
+
+// One line per judge that was not reached every time, with the last reason.
+void reportReach(const Tally& t, std::ostream& err) {
+  for (const auto& [name, r] : t.judges)
+    if (r.unanswered)
+      err << "judge " << name << ": no answer for " << r.unanswered << " of " << r.asked << " requests"
+          << (r.lastError.empty() ? "" : " (" + r.lastError + ")") << "\n";
 }
 
 void judgeSingle(eval::JudgeGate& gate, const eval::EvalSet& set, const std::vector<eval::OutputRecord>& outputs,
                  eval::EvalStore* es, const std::vector<std::int64_t>& ids, Tally& tally, Context& ctx) {
   const std::string gateName = gate.spec().name;
+  cli::Progress progress(ctx.err, "judged", outputs.size());
   for (size_t i = 0; i < outputs.size(); ++i) {
     const auto* q = set.find(outputs[i].id);
     if (!q) throw std::runtime_error("output id \"" + outputs[i].id + "\" is not in the eval set");
     const auto g = gate.judge(*q, outputs[i].output);
-    ++tally.byModel[outputs[i].model][g.verdict];
+    tally.count(outputs[i].model, g);
     if (es) {
       es->setVerdict(ids[i], "gate:" + gateName, g.verdict, std::nullopt, gateDetail(g).dump());
       for (const auto& v : g.judges)
         es->setVerdict(ids[i], "judge:" + gateName + "/" + v.judge, v.verdict, std::nullopt, judgeDetail(v).dump());
     }
-    ctx.err << "judged " << i + 1 << "/" << outputs.size() << "\r" << std::flush;
+    progress.step(i + 1);
   }
-  ctx.err << "\n";
 }
 
 void judgePairs(eval::JudgeGate& gate, const eval::EvalSet& set, const std::vector<eval::OutputRecord>& outputs,
@@ -160,22 +198,25 @@ void judgePairs(eval::JudgeGate& gate, const eval::EvalSet& set, const std::vect
   for (size_t i = 0; i < outputs.size(); ++i)
     if (outputs[i].model == models[1]) yIndex[outputs[i].id] = i;
   const std::string label = models[0] + " vs " + models[1];
+  cli::Progress progress(ctx.err, "judged pair", yIndex.size());
+  size_t pairs = 0;
   for (size_t i = 0; i < outputs.size(); ++i) {
     if (outputs[i].model != models[0] || !yIndex.count(outputs[i].id)) continue;
     const size_t j = yIndex[outputs[i].id];
     const auto* q = set.find(outputs[i].id);
     if (!q) throw std::runtime_error("output id \"" + outputs[i].id + "\" is not in the eval set");
     const auto g = gate.judgePair(*q, outputs[i].output, outputs[j].output);
-    const std::string winner = g.verdict == "x" ? models[0] : g.verdict == "y" ? models[1] : g.verdict;
-    ++tally.byModel[label][winner];
+    const auto verdict = eval::parseVerdict(g.verdict);
+    eval::GateResult named = g;  // the tally names the winning model
+    named.verdict = verdict == eval::Verdict::X ? models[0] : verdict == eval::Verdict::Y ? models[1] : g.verdict;
+    tally.count(label, named);
     if (es) {
       json detail = gateDetail(g);
       detail["other"] = ids[j];
       es->setVerdict(ids[i], "pair:gate:" + gate.spec().name, g.verdict, std::nullopt, detail.dump());
     }
-    ctx.err << "judged pair " << outputs[i].id << "\r" << std::flush;
+    progress.step(++pairs, outputs[i].id);
   }
-  ctx.err << "\n";
 }
 
 int evalJudge(const Args& args, Context& ctx) {
@@ -211,11 +252,20 @@ int evalJudge(const Args& args, Context& ctx) {
   Tally tally;
   if (spec.pairwise) judgePairs(gate, set, outputs, es ? &*es : nullptr, ids, tally, ctx);
   else judgeSingle(gate, set, outputs, es ? &*es : nullptr, ids, tally, ctx);
+  reportReach(tally, ctx.err);
   if (args.has("--json")) {
-    ctx.out << json{{"eval_sha256", set.sha256}, {"gate", spec.name}, {"verdicts", tally.byModel}}.dump() << "\n";
-    return 0;
+    json judges = json::object();
+    for (const auto& [name, r] : tally.judges) judges[name] = {{"asked", r.asked}, {"unanswered", r.unanswered}};
+    ctx.out << json{{"eval_sha256", set.sha256}, {"gate", spec.name}, {"verdicts", tally.byModel}, {"judges", judges},
+                    {"measured", tally.anyAnswer()}}
+                   .dump()
+            << "\n";
+  } else {
+    printTally(tally, spec.name, ctx.out);
   }
-  printTally(tally, spec.name, ctx.out);
+  // Verdicts are recorded (as not measured); the exit status says nothing was measured.
+  if (!tally.anyAnswer() && !tally.judges.empty())
+    throw std::runtime_error("no judge answered: nothing was measured (the lab records these verdicts as not measured)");
   return 0;
 }
 
@@ -225,23 +275,23 @@ void addEvalBackendCommands(std::vector<cli::Command>& commands) {
   commands.push_back({"eval generate",
                       "--eval FILE --url URL|--model DIR [--adapter DIR] --name MODEL_LABEL [--lab LAB] --out FILE",
                       "generate outputs for an eval set through an OpenAI-compatible endpoint",
-                      {{"--eval", true, "eval set (JSON Lines)"},
+                      {{"--eval", true, "eval set (JSON Lines)", true},
                        {"--url", true, "OpenAI-compatible base URL (http://host:port or .../v1)"},
                        {"--model", true, "local model folder (the libtorch engine, greedy, llama3 chat template)"},
                        {"--adapter", true, "LoRA adapter folder (local engine)"},
-                       {"--name", true, "model label written with every output"},
+                       {"--name", true, "model label written with every output", true},
                        {"--served-model", true, "the endpoint's model name (default: --name)"},
                        {"--template", true, "prompt template file ({{question}}, {{contexts}})"},
                        {"--api-key-env", true, "environment variable holding the API key"},
                        {"--max-tokens", true, "max tokens per output (default 1024)"},
                        {"--lab", true, "also store the outputs (with the prompt template) in this lab"},
-                       {"--out", true, "outputs file to write (JSON Lines)"}},
+                       {"--out", true, "outputs file to write (JSON Lines)", true}},
                       evalGenerate});
   commands.push_back({"eval judge", "--eval FILE --outputs FILE --gate GATE.json [--lab LAB] [--json]",
                       "run a judge gate (accept only on agreement; pairwise A/B swap)",
-                      {{"--eval", true, "eval set (JSON Lines)"},
-                       {"--outputs", true, "outputs (JSON Lines)"},
-                       {"--gate", true, "gate file: judges, rubric, checks, mode"},
+                      {{"--eval", true, "eval set (JSON Lines)", true},
+                       {"--outputs", true, "outputs (JSON Lines)", true},
+                       {"--gate", true, "gate file: judges, rubric, checks, mode", true},
                        {"--lab", true, "store samples, verdicts, raw replies, latency and tokens here"},
                        {"--published", true, "published score (0..1) of these archived outputs, for calibration"},
                        {"--json", false, "print a JSON object"}},

@@ -38,6 +38,22 @@ std::optional<double> gpuMemoryGb(ssh::SshSession& s) {
   return std::nullopt;
 }
 
+// The memory fit per GPU of --recipe on --model, for `mem` GB cards.
+void checkFitFor(const Args& args, const fs::path& model, double mem, venues::PreflightReport& report) {
+  std::ifstream rin(*args.value("--recipe"));
+  const auto recipeJson = nlohmann::json::parse(rin, nullptr, false);
+  if (recipeJson.is_discarded()) throw std::runtime_error("cannot read recipe " + *args.value("--recipe"));
+  const auto recipe = venues::LoraRecipe::fromJson(recipeJson);
+  std::ifstream cin(model / "config.json");
+  const auto config = nlohmann::json::parse(cin, nullptr, false);
+  if (config.is_discarded()) {
+    report.add(Finding::Level::Warning, "fit", "not estimated: the model has no readable config.json");
+    return;
+  }
+  const int gpus = int(args.integer("--gpus", recipe.gpus, 1, 4096));
+  venues::checkFit(config, recipe, gpus, mem, std::nullopt, report);
+}
+
 void checkOnBox(const Args& args, const fs::path& model, venues::PreflightReport& report, Context& ctx) {
   auto lab = openVenueLab(args);
   venues::VenueStore store(lab);
@@ -55,16 +71,11 @@ void checkOnBox(const Args& args, const fs::path& model, venues::PreflightReport
   if (args.has("--gpu-memory-gb")) mem = args.number("--gpu-memory-gb", 0);
   else mem = gpuMemoryGb(session);
   if (!mem) {
-    report.add(Finding::Level::Warning, "fit", "GPU memory of " + box.name + " unknown (pass --gpu-memory-gb)");
+    report.add(Finding::Level::Warning, "fit",
+               "not estimated: GPU memory of " + box.name + " unknown (no nvidia-smi or rocm-smi; pass --gpu-memory-gb)");
     return;
   }
-  std::ifstream rin(*args.value("--recipe"));
-  const auto recipe = venues::LoraRecipe::fromJson(nlohmann::json::parse(rin, nullptr, false));
-  std::ifstream cin(model / "config.json");
-  const auto config = nlohmann::json::parse(cin, nullptr, false);
-  if (config.is_discarded()) return;  // the model-folder check already reported it
-  const int gpus = args.integer("--gpus", recipe.gpus);
-  venues::checkFit(config, recipe, gpus, *mem, std::nullopt, report);
+  checkFitFor(args, model, *mem, report);
   ctx.err << "checked " << box.name << " (" << *mem << " GB per GPU)\n";
 }
 
@@ -81,12 +92,16 @@ int preflight(const Args& args, Context& ctx) {
   args.expectPositionals(0, 0);
   const auto model = args.value("--model");
   if (!model) throw cli::UsageError("--model DIR is required");
-  if (args.has("--recipe") != args.has("--box")) throw cli::UsageError("--recipe and --box go together");
+  if (args.has("--box") && !args.has("--recipe")) throw cli::UsageError("--box needs --recipe FILE (the run to fit)");
+  if (args.has("--recipe") && !args.has("--box") && !args.has("--gpu-memory-gb"))
+    throw cli::UsageError("--recipe needs --gpu-memory-gb GB, or --box NAME to ask the box");
+  if (args.has("--gpu-memory-gb")) args.number("--gpu-memory-gb", 0, 1e-3, 1e6);
   venues::PreflightReport report;
   venues::checkModelFolder(*model, report);
   if (auto hashes = args.value("--hashes")) venues::checkProvenance(*model, *hashes, args.has("--all-shards"), report);
   if (auto hf = args.value("--hf-home")) venues::checkHfCache(*hf, report);
   if (args.has("--box")) checkOnBox(args, *model, report, ctx);
+  else if (args.has("--recipe")) checkFitFor(args, *model, args.number("--gpu-memory-gb", 0), report);
   if (args.has("--allow-mismatch")) applyOverride(report);
   if (args.has("--lab")) {  // recorded with the lab so a run can cite it
     auto lab = store::LabStore::open(*args.value("--lab"));
@@ -95,9 +110,16 @@ int preflight(const Args& args, Context& ctx) {
   if (args.has("--json")) {
     ctx.out << report.toJson().dump() << "\n";
   } else {
-    for (const auto& f : report.findings)
+    size_t warnings = 0;
+    for (const auto& f : report.findings) {
       ctx.out << (f.level == Finding::Level::Ok ? "ok     " : f.level == Finding::Level::Warning ? "warning" : "ERROR  ")
               << "  " << f.check << ": " << f.message << "\n";
+      warnings += f.level == Finding::Level::Warning;
+    }
+    // Always a verdict, also when every check passed without a remark.
+    if (!report.blocked())
+      ctx.out << "preflight passed for " << *model << " (" << report.findings.size() << " findings, " << warnings
+              << " warnings)\n";
   }
   if (!report.blocked()) return 0;
   for (const auto& f : report.findings)
@@ -110,7 +132,7 @@ int preflight(const Args& args, Context& ctx) {
 void addPreflightCommands(std::vector<cli::Command>& commands) {
   commands.push_back({"preflight", "--model DIR [--hashes FILE] [--recipe FILE --box NAME] [--json]",
                       "check a model folder, its provenance, the HF cache, fit and disk before the meter runs",
-                      {{"--model", true, "Hugging Face model folder (local)"},
+                      {{"--model", true, "Hugging Face model folder (local)", true},
                        {"--hashes", true, "reference SHA-256s (sha256sum format)"},
                        {"--all-shards", false, "hash every shard too (slow on big models)"},
                        {"--allow-mismatch", false, "run despite a provenance mismatch (recorded)"},

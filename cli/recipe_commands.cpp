@@ -81,7 +81,11 @@ train::Recipe recipeFromArgs(const Args& args, std::vector<std::string>* warning
   std::map<std::string, std::string> overrides;
   for (const auto& [spec, key] : flagTable())
     if (auto v = args.value(spec.name)) overrides[key] = *v;
-  train::applyOverrides(r, overrides);
+  try {
+    train::applyOverrides(r, overrides);
+  } catch (const std::exception& e) {  // a malformed flag value is a usage error (a bad file is not)
+    throw UsageError(e.what());
+  }
   return r;
 }
 

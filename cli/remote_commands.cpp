@@ -5,10 +5,12 @@
 
 #include <QTemporaryDir>
 
+#include <algorithm>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <iterator>
 #include <ostream>
 #include <sstream>
 #include <thread>
@@ -107,9 +109,35 @@ int remoteTrain(const Args& args, Context& ctx) {
   }
   ctx.err << "command: " << command << "\n";
   if (args.has("--dry-run")) {
+    // Every generated file with its contents; the training set is a copy of --data.
+    std::vector<std::string> names;
     for (const auto& e : fs::recursive_directory_iterator(stage))
-      if (e.is_regular_file()) ctx.out << fs::relative(e.path(), stage).string() << "\n";
-    ctx.out << command << "\n";
+      if (e.is_regular_file()) names.push_back(fs::relative(e.path(), stage).string());
+    std::sort(names.begin(), names.end());
+    const std::string dataCopy = "data/" + recipe.datasetFile;
+    nlohmann::json files = nlohmann::json::object();
+    for (const auto& name : names) {
+      if (name == dataCopy) {
+        files[name] = {{"copy_of", *dataFile}, {"bytes", fs::file_size(stage / name)}};
+        continue;
+      }
+      std::ifstream in(stage / name, std::ios::binary);
+      files[name] = std::string(std::istreambuf_iterator<char>(in), {});
+    }
+    if (args.has("--json")) {
+      ctx.out << nlohmann::json{{"files", files}, {"command", command}}.dump() << "\n";
+      return 0;
+    }
+    for (const auto& name : names) {
+      ctx.out << "--- " << name << "\n";
+      if (files[name].is_string()) {
+        const std::string text = files[name].get<std::string>();
+        ctx.out << text << (text.empty() || text.back() != '\n' ? "\n" : "");
+      } else {
+        ctx.out << "(a copy of " << *dataFile << ", " << files[name]["bytes"].get<std::uint64_t>() << " bytes)\n";
+      }
+    }
+    ctx.out << "--- command\n" << command << "\n";
     return 0;
   }
   const auto guard = secretGuard();
@@ -142,16 +170,18 @@ void addRemoteCommands(std::vector<cli::Command>& commands) {
   commands.push_back({"remote train",
                       "--box NAME (--engine crosslab|llamafactory) --recipe FILE --data FILE [--workdir DIR] [--dry-run]",
                       "train on a box, detached, with the dead-run watchdog on its log",
-                      {{"--box", true, "box to train on"},
-                       {"--engine", true, "crosslab or llamafactory"},
-                       {"--recipe", true, "recipe JSON (lora_rank, learning_rate, cutoff_len, deepspeed …)"},
-                       {"--data", true, "training set (LLaMA-Factory alpaca/sharegpt JSON)"},
+                      {{"--box", true, "box to train on", true},
+                       {"--engine", true, "crosslab or llamafactory", true},
+                       {"--recipe", true, "recipe JSON (lora_rank, learning_rate, cutoff_len, deepspeed …)", true},
+                       {"--data", true, "training set (LLaMA-Factory alpaca/sharegpt JSON)", true},
                        {"--workdir", true, "folder on the box (default crosslab-runs/<time>)"},
                        {"--launcher", true,
                         "program that replaces llamafactory-cli / crosslab-cli on the box (e.g. its absolute path)"},
                        {"--max-steps", true, "stop after N optimizer steps (a smoke run before the real one)"},
                        {"--poll-ms", true, "how often to read the run's log (default 5000)"},
-                       {"--stall-s", true, "call the run stalled after this much silence (default 60, adaptive)"},
+                       {"--stall-s", true,
+                        "stalled after this long without progress (default 60; at least 4x the typical step gap); "
+                        "before the first step 900 s, or --stall-s when given"},
                        {"--keep-on-failure", false, "do not kill a run the watchdog declared dead"},
                        {"--fetch", true, "local folder for the adapter when the run finishes"},
                        {"--dry-run", false, "print the generated files and command; run nothing"},
@@ -161,9 +191,9 @@ void addRemoteCommands(std::vector<cli::Command>& commands) {
   commands.push_back({"remote serve",
                       "--box NAME (--engine crosslab|vllm|vllm-docker|mlx) --model PATH [--adapters N=PATH,…] [--port P]",
                       "start a server on a box, wait for /health through the tunnel, print its local URL",
-                      {{"--box", true, "box to serve on"},
-                       {"--engine", true, "crosslab, vllm, vllm-docker or mlx"},
-                       {"--model", true, "model path (or hub id) on the box"},
+                      {{"--box", true, "box to serve on", true},
+                       {"--engine", true, "crosslab, vllm, vllm-docker or mlx", true},
+                       {"--model", true, "model path (or hub id) on the box", true},
                        {"--adapters", true, "NAME=PATH[,NAME=PATH] PEFT folders on the box"},
                        {"--port", true, "server port on the box's 127.0.0.1 (default 8000)"},
                        {"--local-port", true, "local end of the tunnel (default: any free port)"},

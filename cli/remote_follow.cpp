@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <chrono>
+#include <algorithm>
 #include <filesystem>
 #include <iomanip>
 #include <ostream>
@@ -77,6 +78,9 @@ void followAndReport(const cli::Args& args, cli::Context& ctx, ssh::SshSession& 
                      const venues::LoraRecipe& recipe) {
   train::RunMonitorOptions opt;
   opt.stallFloorSeconds = args.number("--stall-s", 60);
+  // The start-up allowance (no step yet: models load, data is tokenized) is bounded by
+  // --stall-s when one is given: the user asked for that much patience, no more.
+  if (args.has("--stall-s")) opt.startupGraceSeconds = std::min(opt.startupGraceSeconds, opt.stallFloorSeconds);
   train::RunMonitor monitor(opt);
   const int pollMs = args.integer("--poll-ms", 5000);
   const auto runId = recordRun(lab, box, engine, recipe, run.workDir());
@@ -123,8 +127,16 @@ void followAndReport(const cli::Args& args, cli::Context& ctx, ssh::SshSession& 
                            {"total_steps", last && last->totalSteps ? *last->totalSteps : -1},
                            {"cost_while_dead_usd", monitor.costWhileDead(box.pricePerHour.value_or(0))},
                            {"last_lines", monitor.lastLines()}};
-  if (args.has("--json")) ctx.out << result.dump() << "\n";
-  else ctx.out << result["status"].get<std::string>() << ": " << monitor.reason() << "\n";
+  if (args.has("--json")) {
+    ctx.out << result.dump() << "\n";
+  } else {
+    // "finished at step 111/111", "stalled: no new step for …" (never "finished: finished").
+    const std::string status = storeStatus(state), reason = monitor.reason();
+    ctx.out << status;
+    if (finished && last) ctx.out << " at step " << *last->step << "/" << last->totalSteps.value_or(*last->step);
+    else if (!reason.empty() && reason != status) ctx.out << ": " << reason;
+    ctx.out << "\n";
+  }
   if (!finished) throw std::runtime_error("remote run " + std::string(storeStatus(state)) + ": " + monitor.reason());
 }
 

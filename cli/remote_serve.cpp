@@ -41,7 +41,7 @@ std::vector<venues::AdapterSpec> adaptersOnBox(const std::string& list, ssh::Ssh
 
 venues::ServeSpec specFrom(const cli::Args& args) {
   venues::ServeSpec s;
-  s.engine = args.value("--engine").value_or("");
+  s.engine = args.choice("--engine", {"crosslab", "vllm", "vllm-docker", "mlx"}, "");
   s.model = args.value("--model").value_or("");
   if (s.engine.empty() || s.model.empty()) throw cli::UsageError("--engine and --model are required");
   s.port = args.integer("--port", 8000);

@@ -117,7 +117,7 @@ void addServeCommands(std::vector<cli::Command>& commands) {
                       "--model DIR [--served-model-name NAME] [--lora NAME=DIR ...] [--merge NAME] [--host 127.0.0.1] "
                       "[--port 8000] [--max-batch N] [--max-model-len N] [--dtype bf16|f32] [--max-connections N] [--api-key-env VAR]",
                       "serve a model over the OpenAI-compatible API with continuous batching",
-                      {{"--model", true, "Hugging Face checkpoint folder"},
+                      {{"--model", true, "Hugging Face checkpoint folder", true},
                        {"--served-model-name", true, "the base model's id (default: the folder's name)"},
                        {"--lora", true, "NAME=DIR: a PEFT adapter applied per request (repeatable)"},
                        {"--merge", true, "serve the --lora NAME adapter merged into the weights"},

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "cli/recipe_flags.h"
+#include "core/infer/device.h"
 #include "core/model/llama.h"
 #include "core/model/safetensors_writer.h"
 #include "core/store/lab_store.h"
@@ -141,7 +142,7 @@ int trainCommand(const Args& args, Context& ctx) {
     throw UsageError(e.what());
   }
   for (const auto& w : warnings) ctx.err << "warning: " << w << "\n";
-  if (args.value("--val-size")) recipe.valSize = std::stod(*args.value("--val-size"));
+  recipe.valSize = args.number("--val-size", recipe.valSize, 0, 1);
   recipe.evalSteps = int(args.integer("--eval-steps", recipe.evalSteps, 0));
   const auto problems = recipe.validate();
   if (!problems.empty()) throw UsageError("invalid recipe: " + problems.front());
@@ -155,7 +156,7 @@ int trainCommand(const Args& args, Context& ctx) {
 
   auto [trainSet, evalSet] = loadData(args, recipe, modelDir);
   const auto dtype = recipe.dtype == "bf16" ? at::kBFloat16 : at::kFloat;
-  auto model = model::LlamaModel::load(modelDir, dtype, at::Device(args.value("--device").value_or("cpu")));
+  auto model = model::LlamaModel::load(modelDir, dtype, infer::parseDevice(args.value("--device").value_or("cpu")));
   fs::create_directories(runDir);
   model::writeFileAtomically(runDir / "recipe.json", train::recipeToJson(recipe));
   // RUN_DIR/process.json while this process trains: a watcher tells a killed run from a live one.
@@ -276,9 +277,9 @@ void addTrainCommands(std::vector<Command>& commands) {
                       trainCommand});
   commands.push_back({"merge", "--model DIR --adapter DIR --out DIR [--dtype bf16|f32]",
                       "merge a PEFT LoRA adapter into its base model; write a Hugging Face checkpoint",
-                      {{"--model", true, "base model folder"},
-                       {"--adapter", true, "PEFT adapter folder"},
-                       {"--out", true, "output folder (new or empty)"},
+                      {{"--model", true, "base model folder", true},
+                       {"--adapter", true, "PEFT adapter folder", true},
+                       {"--out", true, "output folder (new or empty)", true},
                        {"--dtype", true, "f32 (default) or bf16"},
                        {"--threads", true, "CPU threads"}},
                       mergeCommand});

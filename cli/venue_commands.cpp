@@ -121,8 +121,22 @@ std::set<std::string> knownVms(venues::VenueStore& store) {
   return names;
 }
 
+// --offer INDEX, or --gpu MODEL --gpus N: checked before any key is looked up or request made.
+void checkOfferChoice(const Args& args) {
+  if (args.has("--offer")) {
+    if (args.has("--gpu") || args.has("--gpus")) throw cli::UsageError("--offer or --gpu/--gpus, not both");
+    args.integer("--offer", 0, 0);
+    return;
+  }
+  if (!args.has("--gpu") || !args.has("--gpus")) throw cli::UsageError("choose an offer: --offer INDEX, or --gpu MODEL --gpus N");
+  args.integer("--gpus", 1, 1);
+}
+
 int venuesProvision(const Args& args, Context& ctx) {
   args.expectPositionals(0, 0);
+  checkOfferChoice(args);
+  const int timeout = int(args.integer("--wait-timeout", 900, 0, 7 * 24 * 3600));
+  const int pollMs = int(args.integer("--poll-ms", 5000, 1, 3600 * 1000));
   const auto options = hotAisleOptions(args);
   const std::string keyVar = args.value("--api-key-env").value_or(providers::kHotAisleKeyVar);
   providers::HotAisleClient client(options);
@@ -153,8 +167,6 @@ int venuesProvision(const Args& args, Context& ctx) {
   ctx.err << "provisioned " << vm.name << " (" << offer.gpuCount << "x " << offer.gpuModel << ", $" << std::fixed
           << std::setprecision(2) << offer.pricePerHour << "/h, " << offer.minMinutes
           << " min minimum); waiting for it to run\n";
-  const int timeout = args.integer("--wait-timeout", 900);
-  const int pollMs = args.integer("--poll-ms", 5000);
   try {
     client.waitRunning(vm.name, pollMs, timeout);
   } catch (const std::exception& e) {
@@ -225,13 +237,19 @@ int venuesDelete(const Args& args, Context& ctx) {
   return 0;
 }
 
+std::string fixed2(double v) {
+  std::ostringstream s;
+  s << std::fixed << std::setprecision(2) << v;
+  return s.str();
+}
+
 nlohmann::json boxJson(venues::VenueStore& store, const venues::BoxRow& b, double now) {
   const auto m = store.meter(b, now);
   return {{"name", b.name},          {"venue", b.venue},       {"host", b.host},
           {"port", b.port},          {"user", b.user},         {"state", b.state},
           {"gpu_model", b.gpuModel}, {"gpu_count", b.gpuCount}, {"price_per_hour", b.pricePerHour.value_or(0)},
           {"min_minutes", b.minMinutes}, {"provisioned_at", b.provisionedAt}, {"deleted_at", b.deletedAt},
-          {"uptime_s", m.elapsedHours * 3600}, {"cost_usd", m.usd},
+          {"uptime_s", m.elapsedHours * 3600}, {"cost_usd", b.pricePerHour ? nlohmann::json(m.usd) : nlohmann::json()},
           {"idle_s", b.active() ? store.idleSeconds(b, now) : 0.0}};
 }
 
@@ -253,7 +271,7 @@ int venuesList(const Args& args, Context& ctx) {
     total += m.usd;
     ctx.out << std::left << std::setw(16) << b.name << std::setw(13) << b.state << std::setw(22)
             << (b.user + "@" + b.host) << std::right << std::fixed << std::setprecision(1) << std::setw(7)
-            << m.elapsedHours << " h  $" << std::setprecision(2) << m.usd << "\n";
+            << m.elapsedHours << " h  " << (b.pricePerHour ? "$" + fixed2(m.usd) : std::string("unpriced")) << "\n";
   }
   ctx.out << "total $" << std::fixed << std::setprecision(2) << total << "\n";
   return 0;
@@ -312,6 +330,8 @@ int venuesLadderSet(const Args& args, Context& ctx) {
 int venuesTimeline(const Args& args, Context& ctx) {
   args.expectPositionals(1, 1);
   const std::string venue = args.positional(0, "VENUE");
+  if (auto at = args.value("--at"); at && !venues::parseUtc(*at)) throw cli::UsageError("--at takes an ISO-8601 UTC time");
+  if (args.has("--at") && !args.has("--add")) throw cli::UsageError("--at goes with --add");
   auto lab = openVenueLab(args);
   venues::VenueStore store(lab);
   if (auto milestone = args.value("--add"))
@@ -381,7 +401,7 @@ void addVenueCommands(std::vector<cli::Command>& commands) {
   commands.push_back({"venues ladder set", "VENUE --availability A [--price USD] [--spot USD] [--quota TEXT] …",
                       "record a manual ladder entry (a probe where no API exists)",
                       {lab,
-                       {"--availability", true, "available, not_offered, not_available, no_quota, capacity, …"},
+                       {"--availability", true, "available, not_offered, not_available, no_quota, capacity, …", true},
                        {"--kind", true, "cloud (default), ssh or local"},
                        {"--provider", true, "provider"},
                        {"--region", true, "region"},

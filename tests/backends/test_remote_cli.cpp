@@ -94,6 +94,16 @@ class TestRemoteCli : public QObject {
     QVERIFY(QFile::exists(fetched + "/adapter_model.safetensors"));
   }
 
+  // Before the first step the watchdog allows 900 s (models load, data is tokenized);
+  // --stall-s bounds that allowance too, so a run stuck before its first step is called
+  // stalled after --stall-s, not after 15 minutes.
+  void startupSilenceIsBoundedByStallS() {
+    auto r = cli(train("silent", home_.filePath("box/run-silent")) + QStringList{"--stall-s", "3"});
+    QCOMPARE(r.code, 1);
+    QCOMPARE(QJsonDocument::fromJson(r.out).object().value("status").toString(), QString("stalled"));
+    QVERIFY2(r.err.contains("stalled"), r.err.constData());
+  }
+
   void rocmOomIsReportedAndExitsOne() {
     auto r = cli(train("oom_rocm", home_.filePath("box/run-oom")));
     QCOMPARE(r.code, 1);
@@ -110,6 +120,25 @@ class TestRemoteCli : public QObject {
     QVERIFY(r.out.contains("train.yaml"));
     QVERIFY(r.out.contains("data/dataset_info.json"));
     QVERIFY(r.out.contains("FORCE_TORCHRUN=1 llamafactory-cli train train.yaml"));
+    // The files' contents, not only their names; the training set is named, not dumped.
+    QVERIFY2(r.out.contains("--- train.yaml\n") && r.out.contains("finetuning_type: lora"), r.out.constData());
+    QVERIFY2(r.out.contains("\"stage\": 3"), r.out.constData());  // the DeepSpeed ZeRO-3 JSON
+    QVERIFY2(r.out.contains("(a copy of " + home_.filePath("data.json").toUtf8()), r.out.constData());
+    r = cli({"remote", "train", "--box", "loop", "--engine", "llamafactory", "--recipe", rf, "--data",
+             home_.filePath("data.json"), "--dry-run", "--json"});
+    QCOMPARE(r.code, 0);
+    const auto j = QJsonDocument::fromJson(r.out).object();
+    QVERIFY(j.value("command").toString().contains("llamafactory-cli train train.yaml"));
+    QVERIFY(j.value("files").toObject().value("train.yaml").toString().contains("lora_rank:"));
+  }
+
+  // Without --json: one line that says how it ended ("finished: finished" before).
+  void finishedRunSaysWhereItEnded() {
+    QStringList args = train("ok", home_.filePath("box/run-ok-text"));
+    args.removeLast();  // --json
+    const auto r = cli(args);
+    QVERIFY2(r.code == 0, r.err.constData());
+    QCOMPARE(r.out, QByteArray("finished at step 3/3\n"));
   }
 
   void plantedTokenInTheDataIsRefused() {

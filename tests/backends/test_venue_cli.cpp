@@ -11,6 +11,7 @@
 #include "sshd_fixture.h"
 #include "tests/support/cli_runner.h"
 
+#include <fcntl.h>
 #include <unistd.h>
 
 namespace {
@@ -94,7 +95,7 @@ class TestVenueCli : public QObject {
     const auto t = QJsonDocument::fromJson(r.out).object();
     QCOMPARE(t.value("milestones").toArray().size(), 3);
     QCOMPARE(t.value("active_s").toDouble(), 17 * 60.0);
-    QCOMPARE(cli({"venues", "timeline", "hotaisle", "--add", "x", "--at", "tuesday"}).code, 1);
+    QCOMPARE(cli({"venues", "timeline", "hotaisle", "--add", "x", "--at", "tuesday"}).code, 2);  // checked first
   }
 
   void missingKeyNamesEveryPlaceToPutIt() {
@@ -232,10 +233,10 @@ class TestVenueCli : public QObject {
                   sshd_.user(), "--key", key})
                  .code,
              0);
-    auto exec = [&](const QByteArray& stdinText, bool fromFd) -> Result {
+    auto exec = [&](const QByteArray& stdinText, bool fromFd, const QString& fd = "0") -> Result {
       crosslab::testing::CliOptions o;
       o.env = env();
-      if (fromFd) o.env.insert("CROSSLAB_SSH_PASSPHRASE_FD", "0");
+      if (fromFd) o.env.insert("CROSSLAB_SSH_PASSPHRASE_FD", fd);
       o.newSession = true;  // no controlling terminal, as under CI or cron
       o.input = stdinText;
       return crosslab::testing::runCli(
@@ -251,6 +252,27 @@ class TestVenueCli : public QObject {
     QCOMPARE(r.code, 1);
     QVERIFY2(r.err.contains("no terminal to ask for its passphrase"), r.err.constData());
     QVERIFY(!r.err.contains("s3same"));
+    // A descriptor the caller did not hand over is never read: by the time a passphrase is
+    // asked for, crosslab has opened descriptors of its own (lab.sqlite among them), and
+    // reading or closing one of those drops SQLite's locks. Those not open here are not
+    // inherited by the child, whatever it opens at those numbers.
+    int refused = 0;
+    for (int fd = 3; fd < 16 && refused < 4; ++fd) {
+      if (fcntl(fd, F_GETFD) != -1) continue;  // open in this process: the child might inherit it
+      r = exec("s3same open\n", true, QString::number(fd));
+      QCOMPARE(r.code, 1);
+      QVERIFY2(r.err.contains("not open at start-up"), r.err.constData());
+      QVERIFY2(!r.err.contains("longer than"), r.err.constData());
+      ++refused;
+    }
+    QVERIFY(refused > 0);
+    r = exec("s3same open\n", true, "x1");
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("not a descriptor number"), r.err.constData());
+    // The lab those commands had open is intact and still usable.
+    r = cli({"box", "list", "--json"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(QJsonDocument::fromJson(r.out).isArray() || QJsonDocument::fromJson(r.out).isObject());
   }
 
   void changedHostKeyIsRefusedEvenWithAcceptNew() {
@@ -284,6 +306,26 @@ class TestVenueCli : public QObject {
     QFile a(f.fileName()), b(back);
     QVERIFY(a.open(QIODevice::ReadOnly) && b.open(QIODevice::ReadOnly));
     QCOMPARE(b.readAll(), a.readAll());
+    // Progress on a non-terminal: whole lines, never a "\r" line that the next one runs into.
+    QVERIFY2(!r.err.contains('\r') && r.err.endsWith('\n'), r.err.constData());
+
+    // A folder goes both ways, nested files included, and no empty .part is left behind.
+    QVERIFY(QDir().mkpath(d.filePath("tree/sub")));
+    for (const char* name : {"tree/a.txt", "tree/sub/b.txt"}) {
+      QFile t(d.filePath(name));
+      QVERIFY(t.open(QIODevice::WriteOnly));
+      t.write(QByteArray("content of ") + name);
+    }
+    r = cli(QStringList{"box", "push", "loop", d.filePath("tree"), d.filePath("remote-tree")} + known());
+    QVERIFY2(r.code == 0, r.err.constData());
+    r = cli(QStringList{"box", "pull", "loop", d.filePath("remote-tree"), d.filePath("tree-back")} + known());
+    QVERIFY2(r.code == 0, r.err.constData());
+    for (const char* name : {"a.txt", "sub/b.txt"}) {
+      QFile t(d.filePath(QString("tree-back/") + name));
+      QVERIFY2(t.open(QIODevice::ReadOnly), name);
+      QCOMPARE(t.readAll(), QByteArray("content of tree/") + name);
+    }
+    QVERIFY(!QFile::exists(d.filePath("tree-back.part")));
   }
 
   void plantedTokenIsCaughtBeforeExecAndPush() {

@@ -147,7 +147,7 @@ class TestBenchCli : public QObject {
       QString message;
     };
     const QList<Case> cases = {
-        {{"bench", "--model", "m"}, 2, "--url and --model are required"},
+        {{"bench", "--model", "m"}, 2, "--url is required"},
         {{"bench", "--url", "https://x", "--model", "m"}, 1, "URL must start with http://"},
         {{"bench", "--url", "http://127.0.0.1:1", "--model", "m", "--concurrency", "1,x"}, 2, "needs a number"},
         {{"bench", "--url", "http://127.0.0.1:1", "--model", "m", "--num-prompts", "3", "--duration", "2"}, 2,

@@ -1,5 +1,6 @@
 // crosslab-cli as a user runs it: a real child process, its exit codes, stdout, stderr.
 #include <QJsonDocument>
+#include <QJsonArray>
 #include <QJsonObject>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -116,9 +117,13 @@ class TestCli : public QObject {
     QCOMPARE(r.code, 0);
     QCOMPARE(QJsonDocument::fromJson(r.out).object().value("learning_rate").toDouble(), 2e-4);
     QCOMPARE(cli({"recipe", "export", "--format", "xml"}).code, 2);
-    r = cli({"recipe", "show", "--gradient-accumulation-steps", "abc"});
-    QCOMPARE(r.code, 1);
-    QCOMPARE(lineCount(r.err), 1);
+    r = cli({"recipe", "show", "--gradient-accumulation-steps", "abc"});  // a bad flag value is a usage error
+    QCOMPARE(r.code, 2);
+    QVERIFY2(r.err.startsWith("crosslab-cli recipe show: ") && r.err.split('\n').first().contains("gradient_accumulation_steps"),
+             r.err.constData());
+    QCOMPARE(lineCount(r.err), 2);  // the reason, then the usage line
+    r = cli({"recipe", "show", "--lora-rank", "abc"});
+    QCOMPARE(r.code, 2);
     r = cli({"recipe", "show", "--recipe", tmp_.filePath("missing.yaml")});
     QCOMPARE(r.code, 1);
     QVERIFY(r.err.contains("missing.yaml"));
@@ -136,6 +141,51 @@ class TestCli : public QObject {
     r = cli({"help", "lab", "info"});
     QCOMPARE(r.code, 0);
     QVERIFY(r.out.contains("--json"));
+  }
+
+  // help about help, in every spelling, prints the command list (it once recursed until
+  // the stack overflowed: exit 139); -h is --help everywhere; unknown topics are usage errors.
+  void helpAboutHelpDoesNotCrash() {
+    for (const QStringList& args : {QStringList{"help", "--help"}, QStringList{"help", "-h"}, QStringList{"help", "help"},
+                                    QStringList{"--help", "help"}, QStringList{"-h", "--help"}, QStringList{"-h"},
+                                    QStringList{"help", "help", "help"}}) {
+      const auto r = cli(args);
+      QVERIFY2(r.code == 0, qPrintable(args.join(' ') + " -> " + QString::number(r.code)));
+      QVERIFY2(r.out.startsWith("usage: crosslab-cli COMMAND"), r.out.constData());
+    }
+    auto r = cli({"lab", "info", "-h"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(r.out.startsWith("usage: crosslab-cli lab info"));
+    r = cli({"help", "lab"});
+    QCOMPARE(r.code, 0);
+    QVERIFY(r.out.contains("crosslab-cli lab init"));
+    r = cli({"help", "frobnicate"});
+    QCOMPARE(r.code, 2);
+    QCOMPARE(lineCount(r.err), 1);
+    r = cli({"help", "lab", "info", "extra"});
+    QCOMPARE(r.code, 2);
+    // `--help` after "--" belongs to the remote command, not to us.
+    r = cli({"box", "exec", "nosuchbox", "--", "ls", "--help"});
+    QCOMPARE(r.code, 1);
+    QVERIFY(r.err.contains("nosuchbox"));
+  }
+
+  void helpJsonListsEveryCommandWithItsOptions() {
+    const auto r = cli({"help", "--json"});
+    QCOMPARE(r.code, 0);
+    const auto doc = QJsonDocument::fromJson(r.out).object();
+    QCOMPARE(doc.value("program").toString(), QString("crosslab-cli"));
+    const auto commands = doc.value("commands").toArray();
+    QVERIFY(commands.size() > 30);
+    bool sawRequired = false;
+    for (const auto& c : commands) {
+      const auto o = c.toObject();
+      QVERIFY(!o.value("path").toString().isEmpty());
+      if (o.value("path").toString() == "eval check")
+        for (const auto& opt : o.value("options").toArray())
+          if (opt.toObject().value("name").toString() == "--outputs") sawRequired = opt.toObject().value("required").toBool();
+    }
+    QVERIFY(sawRequired);
   }
 };
 

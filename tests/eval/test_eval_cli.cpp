@@ -176,6 +176,37 @@ class TestEvalCli : public QObject {
     QCOMPARE(e[0]["verdicts"]["judge:strict/two"]["detail"]["replies"].size(), size_t(1));
   }
 
+  // Every judge unreachable: the instrument did not measure. The reason on stderr, exit 1,
+  // the lab's verdicts "not_measured", and the tables say "not measured", never 0%.
+  void unreachableJudgesAreNotMeasuredNeverZeroPercent() {
+    const QString lab = tmp_.filePath("lab-nowhere");
+    QCOMPARE(cli({"lab", "init", lab}).code, 0);
+    const QString gate = tmp_.filePath("nowhere-gate.json");
+    write(gate, json{{"name", "nowhere"}, {"checks", {2, 3, 4}}, {"rubric", "{{question}} {{contexts}} {{output}}"},
+                     {"backoff_s", 0.01}, {"http_retries", 0}, {"max_attempts", 1},
+                     {"judges", {{{"name", "gone"}, {"url", "http://127.0.0.1:1"}, {"model", "accept"}}}}}
+                    .dump());
+    auto r = cli({"eval", "judge", "--eval", eval_, "--outputs", outputs_, "--gate", gate, "--lab", lab});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("judge gone: no answer for 4 of 4 requests"), r.err.constData());
+    QVERIFY2(r.err.contains("no judge answered"), r.err.constData());
+    QVERIFY2(r.out.contains("not measured under gate nowhere"), r.out.constData());
+    QVERIFY2(!r.out.contains("0%"), r.out.constData());
+    {
+      auto store = crosslab::store::LabStore::open(lab.toStdString());
+      QCOMPARE(store.db().scalarInt("SELECT count(*) FROM verdicts WHERE instrument = 'gate:nowhere' AND verdict = 'not_measured'"), 4);
+      QCOMPARE(store.db().scalarInt("SELECT count(*) FROM verdicts WHERE instrument = 'judge:nowhere/gone' AND verdict = 'not_measured'"), 4);
+    }
+    r = cli({"eval", "agreement", "--lab", lab, "--json"});
+    QCOMPARE(r.code, 0);
+    const auto a = json::parse(r.out);
+    QCOMPARE(a["models"]["small"]["gate:nowhere"]["total"].get<int>(), 0);
+    QCOMPARE(a["models"]["small"]["gate:nowhere"]["not_measured"].get<int>(), 2);
+    QVERIFY(a["models"]["small"]["gate:nowhere"]["rate"].is_null());
+    r = cli({"eval", "agreement", "--lab", lab});
+    QVERIFY2(r.out.contains("not measured"), r.out.constData());
+  }
+
   void pairwiseJudgeExportsDpoPairs() {
     StandinJudge judge;
     const QString lab = tmp_.filePath("lab-pairs");
