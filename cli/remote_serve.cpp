@@ -135,11 +135,12 @@ int remoteServe(const cli::Args& args, cli::Context& ctx) {
     throw std::runtime_error("the server never answered /health with 200 (last " + std::to_string(status) +
                              "); its output ends: " + tail(output, 3));
   }
+  // Ctrl-C closes the tunnel cleanly from the moment the URL is out (not a kill by signal).
+  std::signal(SIGINT, [](int) { gStopServe = true; });
+  std::signal(SIGTERM, [](int) { gStopServe = true; });
   ctx.out << nlohmann::json{{"url", (base + "/v1").toStdString()}, {"local_port", local}, {"box", box.name},
                             {"engine", spec.engine}, {"command", command}}.dump()
           << std::endl;
-  std::signal(SIGINT, [](int) { gStopServe = true; });
-  std::signal(SIGTERM, [](int) { gStopServe = true; });
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
   while (!gStopServe && tunnel.running() && (seconds == 0 || std::chrono::steady_clock::now() < until))
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
