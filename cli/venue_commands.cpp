@@ -29,7 +29,7 @@ double nowEpoch() {
 
 const std::vector<cli::OptionSpec> kProviderOptions = {
     {"--provider", true, "cloud provider (hotaisle)"},
-    {"--api-url", true, "API base URL (default https://admin.hotaisle.app/api)"},
+    {"--api-url", true, "API base URL (default $HOTAISLE_API_URL, else https://admin.hotaisle.app/api)"},
     {"--team", true, "team handle that owns the VMs"},
     {"--api-key-env", true, "environment variable holding the API key (default HOTAISLE_API_KEY)"},
     {"--provider-timeout", true, "seconds to give the provider per call, retries included (default 90)"},

@@ -47,6 +47,7 @@ providers::HotAisleOptions hotAisleOptions(const cli::Args& args) {
   if (provider != "hotaisle") throw cli::UsageError("unknown provider '" + provider + "' (known: hotaisle)");
   providers::HotAisleOptions o = hotAisleBounds(args);
   if (auto url = args.value("--api-url")) o.baseUrl = QString::fromStdString(*url);
+  else if (const char* env = std::getenv("HOTAISLE_API_URL"); env && *env) o.baseUrl = QString::fromUtf8(env);
   if (auto team = args.value("--team")) o.team = QString::fromStdString(*team);
   o.apiKey = QString::fromStdString(apiKeyFrom(args, "HOTAISLE_API_KEY", "hotaisle-api-key"));
   return o;

@@ -27,11 +27,11 @@ void json(httplib::Response& res, int status, const nlohmann::json& body) {
 
 }  // namespace
 
-HotAisleStandin::HotAisleStandin() {
+HotAisleStandin::HotAisleStandin(const std::string& teamHandle) {
   auto& s = http_.server();
-  s.Get("/api/user/", [this](const httplib::Request& req, httplib::Response& res) {
+  s.Get("/api/user/", [this, teamHandle](const httplib::Request& req, httplib::Response& res) {
     if (!gate(req, res)) return;
-    json(res, 200, {{"username", "tester"}, {"teams", {{{"handle", kTeam}}}}});
+    json(res, 200, {{"username", "tester"}, {"teams", {{{"handle", teamHandle}}}}});
   });
   s.Post("/api/user/ssh_keys/", [this](const httplib::Request& req, httplib::Response& res) {
     if (!gate(req, res)) return;
@@ -41,7 +41,7 @@ HotAisleStandin::HotAisleStandin() {
     const bool added = keys_.insert(j["authorized_key"].get<std::string>()).second;
     json(res, added ? 201 : 409, {{"detail", added ? "created" : "already exists"}});
   });
-  const std::string team = std::string("/api/teams/") + kTeam;
+  const std::string team = "/api/teams/" + teamHandle;
   s.Get(team + "/virtual_machines/available/", [this](const httplib::Request& req, httplib::Response& res) {
     if (!gate(req, res)) return;
     json(res, 200, offers());

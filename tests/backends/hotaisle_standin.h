@@ -22,7 +22,8 @@ class HotAisleStandin {
   static constexpr const char* kNoPermissionKey = "ha-readonly-key-0123456789";
   static constexpr const char* kTeam = "lab";
 
-  HotAisleStandin();
+  // `team`: the team handle its routes answer for (the docs' examples say "myteam").
+  explicit HotAisleStandin(const std::string& team = kTeam);
   int start() { return http_.start(); }
   std::string baseUrl() const { return "http://127.0.0.1:" + std::to_string(http_.port()) + "/api"; }
 
@@ -41,6 +42,8 @@ class HotAisleStandin {
   // DELETE requests received, with their query string ("force=true").
   std::vector<std::string> deletes();
   int pollsUntilRunning = 2;
+  // The next VM is named vm-N (vm-1 first).
+  void setNextVmNumber(int n) { nextVm_ = n; }
   std::string ipAddress = "127.0.0.1";
   std::string lastProvisionBody();
   bool sawKeyInBody() const { return sawKeyInBody_.load(); }

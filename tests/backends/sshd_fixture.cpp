@@ -61,6 +61,8 @@ bool SshdFixture::start(QString* why) {
                     "Subsystem sftp internal-sftp\n")
                 .arg(d)
                 .toUtf8());
+  if (!remotePath_.isEmpty())
+    cfg.write(QString("SetEnv PATH=%1:/usr/local/bin:/usr/bin:/bin\n").arg(remotePath_).toUtf8());
   cfg.close();
   return launch(why);
 }

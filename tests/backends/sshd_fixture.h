@@ -24,6 +24,9 @@ class SshdFixture {
   // A second user key, encrypted with `passphrase` (ssh-keygen -N), authorized like the
   // first; its path, or empty and *why.
   QString addEncryptedUserKey(const QString& passphrase, QString* why);
+  // Directories put in front of PATH for commands run on the box (sshd's SetEnv): stand-ins
+  // for programs a GPU box has (rocm-smi, llamafactory-cli, vllm). Call before start().
+  void setRemotePath(const QString& dirs) { remotePath_ = dirs; }
   // Replaces the host key (a "rebuilt box") and restarts sshd on the same port.
   bool regenerateHostKey(QString* why);
 
@@ -33,6 +36,7 @@ class SshdFixture {
   QTemporaryDir dir_;
   std::unique_ptr<QProcess> sshd_;
   int port_ = 0;
+  QString remotePath_;
 };
 
 // A free TCP port on 127.0.0.1 (bind to 0, read it, close).
