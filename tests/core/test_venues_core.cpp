@@ -171,6 +171,17 @@ class TestVenuesCore : public QObject {
     store.addBox(b);  // a second life of the same name is fine once the first ended
     QCOMPARE(store.boxes(true).size(), size_t{2});
 
+    // An unpriced box (one's own workstation) has an uptime all the same, at no cost.
+    BoxRow own;
+    own.venueId = store.ensureVenue("own", "ssh", "");
+    own.name = "workstation";
+    own.host = "10.0.0.9";
+    own.provisionedAt = "2026-11-29T10:00:00Z";
+    store.addBox(own);
+    const auto m = store.meter(*store.activeBox("workstation"), *parseUtc("2026-11-29T13:00:00Z"));
+    QCOMPARE(m.elapsedHours, 3.0);
+    QCOMPARE(m.usd, 0.0);
+
     store.addMilestone("hotaisle", "provision request", "2026-11-29T10:00:00Z");
     store.addMilestone("hotaisle", "ssh ready", "2026-11-29T10:02:20Z");
     QCOMPARE(summarizeTimeline(store.timeline("hotaisle")).activeSeconds, 140.0);

@@ -141,6 +141,7 @@ class TestEvalCli : public QObject {
                   "--published", "0.7"},
                  env);
     QCOMPARE(r.code, 0);
+    QVERIFY2(!r.err.contains('\r') && r.err.contains("judged 4/4\n"), r.err.constData());  // whole lines off a terminal
     const auto j = json::parse(r.out);
     QCOMPARE(j["verdicts"]["small"]["reject"].get<int>(), 2);  // judge two rejects: no agreement, no accept
     QCOMPARE(judge.authorizations().front(), std::string("Bearer sk-never-stored-42"));
@@ -239,6 +240,7 @@ class TestEvalCli : public QObject {
     auto r = cli({"eval", "generate", "--eval", eval_, "--url", QString::fromStdString(server.url()), "--served-model", "writer", "--name",
                   "tuned-8b", "--out", out, "--lab", lab});
     QCOMPARE(r.code, 0);
+    QVERIFY2(!r.err.contains('\r') && r.err.contains("generated 2/2\n"), r.err.constData());
     r = cli({"eval", "check", "--eval", eval_, "--outputs", out, "--json"});
     const auto j = json::parse(r.out);
     QCOMPARE(j["models"]["tuned-8b"]["json_valid"].get<int>(), 2);
