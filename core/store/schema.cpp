@@ -210,6 +210,48 @@ CREATE TABLE probes (
 CREATE INDEX probes_venue ON probes(venue_id, at);
 )sql";
 
+// Schema 5 (ledger): the typed record of a box life (work items with their status, and
+// transfers with bytes and times) from which the ledger derives compute, staging, debug
+// and idle; credits; the friction log's category, ecosystem flag and origin; and the
+// hashes of a run's base weights and data (the report's replication groups).
+constexpr std::string_view kSchema5 = R"sql(
+CREATE TABLE box_work (
+  id INTEGER PRIMARY KEY,
+  box_id INTEGER NOT NULL REFERENCES boxes(id) ON DELETE CASCADE,
+  kind TEXT NOT NULL CHECK (kind IN ('train', 'bench', 'eval', 'serve')),
+  name TEXT NOT NULL,
+  run_id INTEGER REFERENCES runs(id) ON DELETE SET NULL,
+  benchmark_id INTEGER REFERENCES benchmarks(id) ON DELETE SET NULL,
+  started_at TEXT NOT NULL,
+  ended_at TEXT,
+  status TEXT NOT NULL DEFAULT 'running' CHECK (status IN
+    ('running', 'finished', 'failed', 'stalled', 'stopped')),
+  reason TEXT
+);
+CREATE INDEX box_work_box ON box_work(box_id, started_at);
+CREATE TABLE box_transfers (
+  id INTEGER PRIMARY KEY,
+  box_id INTEGER NOT NULL REFERENCES boxes(id) ON DELETE CASCADE,
+  direction TEXT NOT NULL CHECK (direction IN ('push', 'pull')),
+  what TEXT NOT NULL,
+  bytes INTEGER NOT NULL CHECK (bytes >= 0),
+  started_at TEXT NOT NULL,
+  ended_at TEXT NOT NULL
+);
+CREATE INDEX box_transfers_box ON box_transfers(box_id, started_at);
+CREATE TABLE credits (
+  id INTEGER PRIMARY KEY,
+  at TEXT NOT NULL,
+  usd REAL NOT NULL CHECK (usd >= 0),
+  note TEXT
+);
+ALTER TABLE friction ADD COLUMN category TEXT NOT NULL DEFAULT 'other';
+ALTER TABLE friction ADD COLUMN ecosystem_specific INTEGER NOT NULL DEFAULT 0;
+ALTER TABLE friction ADD COLUMN origin TEXT;
+ALTER TABLE runs ADD COLUMN weights_sha256 TEXT;
+ALTER TABLE runs ADD COLUMN data_sha256 TEXT;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -218,6 +260,7 @@ const std::vector<Migration>& migrations() {
       {2, "metrics.tokens_per_s, settings", kSchema2},
       {3, "boxes.key_file/provider_vm/team, venues.quota, timeline", kSchema3},
       {4, "boxes.provider/api_url/api_key_env, timeline.box_id/source, probes", kSchema4},
+      {5, "box_work, box_transfers, credits, friction.category/ecosystem_specific/origin, runs.*_sha256", kSchema5},
   };
   return all;
 }
@@ -227,7 +270,8 @@ int currentSchemaVersion() { return migrations().back().version; }
 const std::vector<std::string_view>& labTables() {
   static const std::vector<std::string_view> tables = {
       "labs",    "venues",   "boxes",   "runs",   "metrics", "events",   "benchmarks",
-      "benchmark_levels", "samples", "verdicts", "ledger", "friction", "settings", "timeline", "probes"};
+      "benchmark_levels", "samples", "verdicts", "ledger", "friction", "settings", "timeline", "probes",
+      "box_work", "box_transfers", "credits"};
   return tables;
 }
 

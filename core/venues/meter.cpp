@@ -1,5 +1,7 @@
 #include "core/venues/meter.h"
 
+#include "core/ledger/derivation.h"
+
 #include <algorithm>
 #include <cstdio>
 #include <ctime>
@@ -12,11 +14,20 @@ std::optional<double> parseUtc(const std::string& iso) {
   if (std::sscanf(iso.c_str(), "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour,
                   &tm.tm_min, &tm.tm_sec, &consumed) != 6)
     return std::nullopt;
-  const std::string rest = iso.substr(static_cast<size_t>(consumed));
+  std::string rest = iso.substr(static_cast<size_t>(consumed));
+  double fraction = 0;  // "…:40.250Z": the ledger records sub-second times
+  if (!rest.empty() && rest[0] == '.') {
+    size_t digits = 1;
+    double scale = 0.1;
+    for (; digits < rest.size() && rest[digits] >= '0' && rest[digits] <= '9'; ++digits, scale /= 10)
+      fraction += (rest[digits] - '0') * scale;
+    if (digits == 1) return std::nullopt;
+    rest = rest.substr(digits);
+  }
   if (!(rest.empty() || rest == "Z" || rest == "+00:00")) return std::nullopt;
   tm.tm_year -= 1900;
   tm.tm_mon -= 1;
-  return static_cast<double>(timegm(&tm));
+  return static_cast<double>(timegm(&tm)) + fraction;
 }
 
 std::string formatUtc(double epochSeconds) {
@@ -29,11 +40,13 @@ std::string formatUtc(double epochSeconds) {
 }
 
 MeterReading meterReading(double pricePerHour, int minMinutes, double startEpoch, double endEpoch) {
-  MeterReading r;
-  r.elapsedHours = std::max(0.0, endEpoch - startEpoch) / 3600.0;
-  r.billedHours = std::max(r.elapsedHours, std::max(0, minMinutes) / 60.0);
-  r.usd = pricePerHour * r.billedHours;
-  return r;
+  ledger::BoxLife life;  // the ledger's billing rule: per minute, over the minimum
+  life.pricePerHour = pricePerHour;
+  life.minMinutes = minMinutes;
+  life.provisioned = startEpoch;
+  life.deleted = std::max(startEpoch, endEpoch);
+  const auto l = ledger::derive(life, endEpoch);
+  return {l.minutes.used / 60.0, l.minutes.billed / 60.0, l.usd.billed};
 }
 
 TimelineSummary summarizeTimeline(std::vector<Milestone> milestones, double idleGapSeconds) {

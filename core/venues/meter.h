@@ -1,6 +1,6 @@
 #pragma once
-// The meter: what a box life costs. Billing is hourly price × max(elapsed, minimum
-// reservation); the timeline summary derives elapsed and active human time from the
+// The meter: what a box life costs. Billing is the ledger's (core/ledger/derivation.h):
+// per started minute, at least the minimum reservation; the timeline summary derives elapsed and active human time from the
 // availability-ladder milestones. Pure functions over ISO-8601 UTC times.
 
 #include <cstdint>
@@ -11,7 +11,7 @@
 
 namespace crosslab::venues {
 
-// "2026-11-29T16:40:00Z" -> seconds since the epoch; nullopt when it does not parse.
+// "2026-11-29T16:40:00Z" (or "…:00.250Z") -> seconds since the epoch; nullopt when it does not parse.
 std::optional<double> parseUtc(const std::string& iso);
 std::string formatUtc(double epochSeconds);
 

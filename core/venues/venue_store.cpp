@@ -2,6 +2,8 @@
 
 #include <stdexcept>
 
+#include "core/ledger/lab_ledger.h"
+#include "core/ledger/life_recorder.h"
 #include "core/store/lab_store.h"
 
 namespace crosslab::venues {
@@ -112,10 +114,14 @@ std::int64_t VenueStore::addBox(const BoxRow& box) {
   st.bind(1, box.venueId).bind(2, box.name).bind(3, nonEmpty(box.host)).bind(4, box.port).bind(5, nonEmpty(box.user));
   st.bind(6, nonEmpty(box.keyFile)).bind(7, nonEmpty(box.gpuModel)).bind(8, box.gpuCount).bind(9, box.pricePerHour);
   st.bind(10, box.minMinutes).bind(11, box.state);
-  st.bind(12, box.provisionedAt.empty() ? store::utcNow() : box.provisionedAt);
+  // Sub-second: a loopback life's staging can be shorter than a second.
+  const std::string provisionedAt = box.provisionedAt.empty() ? ledger::isoUtc(ledger::epochNow()) : box.provisionedAt;
+  st.bind(12, provisionedAt);
   st.bind(13, nonEmpty(box.readyAt)).bind(14, nonEmpty(box.providerVm)).bind(15, nonEmpty(box.team));
   st.bind(16, nonEmpty(box.provider)).bind(17, nonEmpty(box.apiUrl)).bind(18, nonEmpty(box.apiKeyEnv)).run();
   const auto id = db.lastInsertId();
+  ledger::writeLifeEvent(db, id, ledger::LifeEvent::Provisioned, parseUtc(provisionedAt).value_or(ledger::epochNow()),
+                         "provisioned " + box.name);
   tx.commit();
   return id;
 }
@@ -149,24 +155,30 @@ void VenueStore::setBoxState(std::int64_t boxId, const std::string& state) {
 }
 
 void VenueStore::markReady(std::int64_t boxId, const std::string& host) {
-  auto st = lab_.db().prepare(
+  auto& db = lab_.db();
+  store::Transaction tx(db);
+  const double now = ledger::epochNow();
+  auto st = db.prepare(
       "UPDATE boxes SET state = 'running', host = COALESCE(NULLIF(?, ''), host), ready_at = ? WHERE id = ?");
-  st.bind(1, host).bind(2, store::utcNow()).bind(3, boxId).run();
+  st.bind(1, host).bind(2, ledger::isoUtc(now)).bind(3, boxId).run();
+  ledger::writeLifeEvent(db, boxId, ledger::LifeEvent::Ready, now, "ready");
+  tx.commit();
 }
 
 MeterReading VenueStore::meter(const BoxRow& box, double nowEpoch) const {
-  const auto start = parseUtc(box.provisionedAt);
-  if (!start) return {};
-  const double end = box.deletedAt.empty() ? nowEpoch : parseUtc(box.deletedAt).value_or(nowEpoch);
-  // An unpriced box (one's own machine) still has an uptime; it costs nothing on the meter.
-  return meterReading(box.pricePerHour.value_or(0), box.minMinutes, *start, end);
+  // The ledger's derivation (per-minute billing over the minimum), on the life's record. An
+  // unpriced box (one's own machine) still has an uptime; it costs nothing on the meter.
+  auto life = ledger::readLife(lab_, box.id);
+  if (!life) return {};
+  const ledger::LifeLedger l = ledger::derive(*life, nowEpoch);
+  return {l.minutes.used / 60.0, l.minutes.billed / 60.0, l.usd.billed};
 }
 
 LifeEnd VenueStore::endBox(std::int64_t boxId, const std::string& finalState, double endEpoch) {
   auto& db = lab_.db();
   store::Transaction tx(db);  // BEGIN IMMEDIATE: two enders serialize here
   auto up = db.prepare("UPDATE boxes SET state = ?, deleted_at = ? WHERE id = ? AND deleted_at IS NULL");
-  up.bind(1, finalState).bind(2, formatUtc(endEpoch)).bind(3, boxId).run();
+  up.bind(1, finalState).bind(2, ledger::isoUtc(endEpoch)).bind(3, boxId).run();
   const bool endedNow = db.scalarInt("SELECT changes()") == 1;
   auto sel = db.prepare(std::string("SELECT ") + kBoxColumns + "WHERE b.id = ?");
   sel.bind(1, boxId);
@@ -181,13 +193,10 @@ LifeEnd VenueStore::endBox(std::int64_t boxId, const std::string& finalState, do
   return end;
 }
 
-// The one place a life's compute is booked (inside endBox's transaction).
+// The one place a life is booked (inside endBox's transaction): the ledger closes its work
+// and records its derivation; its minutes and dollars are derived, never stored twice.
 void VenueStore::bookLife(const BoxRow& box, double endEpoch) {
-  if (!box.pricePerHour) return;
-  const MeterReading m = meter(box, endEpoch);
-  auto led = lab_.db().prepare("INSERT INTO ledger(box_id, at, category, usd, minutes, note) VALUES (?,?,'compute',?,?,?)");
-  led.bind(1, box.id).bind(2, box.deletedAt).bind(3, m.usd).bind(4, m.billedHours * 60.0);
-  led.bind(5, "box life " + box.name + " (" + std::to_string(box.minMinutes) + " min minimum)").run();
+  ledger::bookEndedLife(lab_, box.id, endEpoch, box.state);
 }
 
 double VenueStore::idleSeconds(const BoxRow& box, double nowEpoch) {

@@ -86,11 +86,12 @@ class VenueStore {
   std::optional<BoxRow> box(std::int64_t boxId);
   void setBoxState(std::int64_t boxId, const std::string& state);
   void markReady(std::int64_t boxId, const std::string& host);
-  // Ends the life (deleted/removed) and books its metered cost in the ledger, once: a
-  // life another process (or an earlier call) already ended is left as it is.
+  // Ends the life (deleted/removed) and books it once, through the ledger (core/ledger: the
+  // life's work is closed and its derivation recorded); a life another process (or an
+  // earlier call) already ended is left as it is.
   LifeEnd endBox(std::int64_t boxId, const std::string& finalState, double endEpoch);
-  // Live cost of a box life at `nowEpoch` (ended lives stop at deleted_at); an unpriced box
-  // has its uptime and costs 0.
+  // Live cost of a box life at `nowEpoch` (ended lives stop at deleted_at): the ledger's
+  // derivation; an unpriced box has its uptime and costs 0.
   MeterReading meter(const BoxRow& box, double nowEpoch) const;
   // Seconds since the box last did something (event rows: exec, transfer, run), or since ready.
   double idleSeconds(const BoxRow& box, double nowEpoch);

@@ -158,13 +158,14 @@ class TestVenuesCore : public QObject {
     QVERIFY(end.endedNow);
     QCOMPARE(end.usd, 5.98 * 2.5);
     QVERIFY(!store.activeBox("box-1"));
-    QCOMPARE(lab.db().scalarInt("SELECT count(*) FROM ledger WHERE category = 'compute'"), std::int64_t{1});
+    // Booked once, by the ledger (core/ledger): one life.deleted event.
+    QCOMPARE(lab.db().scalarInt("SELECT count(*) FROM events WHERE type = 'life.deleted'"), std::int64_t{1});
     // A second end (the window after the shell deleted it) books nothing and says so.
     const auto again = store.endBox(id, "deleted", *parseUtc("2026-11-29T13:00:00Z"));
     QVERIFY(!again.endedNow);
     QCOMPARE(QString::fromStdString(again.endedAt), QString("2026-11-29T12:30:00Z"));
     QCOMPARE(again.usd, 5.98 * 2.5);
-    QCOMPARE(lab.db().scalarInt("SELECT count(*) FROM ledger WHERE category = 'compute'"), std::int64_t{1});
+    QCOMPARE(lab.db().scalarInt("SELECT count(*) FROM events WHERE type = 'life.deleted'"), std::int64_t{1});
     QCOMPARE(lab.db().scalarInt("SELECT count(*) FROM timeline WHERE milestone = 'deleted' AND box_id = " +
                                 std::to_string(id)),
              std::int64_t{1});
