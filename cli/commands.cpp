@@ -18,6 +18,7 @@ std::vector<Command> allCommands() {
   backends::addRemoteCommands(commands);
   backends::addPreflightCommands(commands);
   backends::addSecretsCommands(commands);
+  backends::addLedgerCommands(commands);
   addVersionCommands(commands);
   addDemoCommand(commands);  // last: it runs `train` when the build has one
   return commands;

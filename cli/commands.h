@@ -30,6 +30,7 @@ void addBoxCommands(std::vector<cli::Command>& commands);        // box …
 void addRemoteCommands(std::vector<cli::Command>& commands);     // remote train|serve
 void addPreflightCommands(std::vector<cli::Command>& commands);  // preflight
 void addSecretsCommands(std::vector<cli::Command>& commands);    // secrets set|forget
+void addLedgerCommands(std::vector<cli::Command>& commands);     // ledger …, friction …, report
 
 }  // namespace crosslab::backends
 

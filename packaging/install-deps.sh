@@ -30,6 +30,8 @@ packages=(
   python3 python3-yaml
   # GUI under a virtual X server (screenshots, `make run` without a display)
   xvfb xauth x11-utils
+  # the report's HTML opened in a real headless browser (test_report_browser)
+  chromium
   # packaging checks: the .deb, its desktop file and AppStream metainfo
   dpkg-dev desktop-file-utils appstream
 )
