@@ -17,6 +17,8 @@
 #include "backends/bench/standin_server.h"
 #include "backends/bench/throughput_sweep.h"
 #include "core/bench/bench_store.h"
+#include "core/ledger/life_recorder.h"
+#include "core/venues/venue_store.h"
 
 namespace crosslab::backends {
 
@@ -218,6 +220,7 @@ std::vector<cli::OptionSpec> benchOptions() {
           {"--price-per-hour", true, "USD per hour of the venue, for $/M output tokens"},
           {"--label", true, "row name in the lab's tables (venue / method)"},
           {"--lab", true, "lab folder to record the sweep in"},
+          {"--box", true, "the lab's box the endpoint runs on: the sweep is work of that box life (ledger)"},
           {"--save-result", true, "JSON Lines file: one vLLM-style object per level"},
           {"--save-detailed", false, "also write per-request ITLs into --save-result"},
           {"--api-key-env", true, "environment variable holding the API key (never logged or stored)"},
@@ -247,6 +250,18 @@ int runBench(const Args& args, cli::Context& ctx) {
     lab.emplace(store::LabStore::open(*args.value("--lab")));
     benchId = bench::BenchStore(*lab).begin({label, o.url, o.model, o.endpoint, exactCommand(args, benchOptions()),
                                              o.pricePerHour});
+  } else if (args.has("--box")) {
+    throw cli::UsageError("--box names a box of the lab given with --lab");
+  }
+  // On a box: the benchmarks row names it and the sweep is a work item of its life.
+  std::optional<std::int64_t> workId;
+  if (auto boxName = args.value("--box")) {
+    const auto box = venues::VenueStore(*lab).activeBox(*boxName);
+    if (!box) throw std::runtime_error("no active box '" + *boxName + "' in the lab");
+    auto st = lab->db().prepare("UPDATE benchmarks SET box_id = ?, venue_id = ? WHERE id = ?");
+    st.bind(1, box->id).bind(2, box->venueId).bind(3, *benchId).run();
+    workId = ledger::LifeRecorder(*lab).workStarted(box->id, ledger::WorkKind::Bench, "sweep " + label,
+                                                    ledger::epochNow(), {std::nullopt, benchId});
   }
   std::vector<json> lines;
   // With --json, stdout carries only the result: the human progress lines go to stderr.
@@ -265,6 +280,14 @@ int runBench(const Args& args, cli::Context& ctx) {
   StopSignals signals;
   const SweepResult result = sweep.run(&listener, &gStop);
   if (lab) bench::BenchStore(*lab).end(*benchId);
+  if (workId) {
+    int done = 0;
+    for (const auto& l : result.levels) done += l.completed;
+    const auto status = done == 0 ? ledger::WorkStatus::Failed
+                        : result.stoppedReason.empty() ? ledger::WorkStatus::Finished
+                                                        : ledger::WorkStatus::Stopped;
+    ledger::LifeRecorder(*lab).workEnded(*workId, status, ledger::epochNow(), result.stoppedReason);
+  }
   const std::string knee = result.knee ? result.knee->description : "not reached (aggregate still growing)";
   if (args.has("--json")) {
     json levels = json::array();
@@ -310,6 +333,7 @@ int runStandin(const Args& args, cli::Context& ctx) {
   if (args.has("--interval-ms")) cfg.intervalS = toDouble("--interval-ms", *args.value("--interval-ms")) / 1000.0;
   if (args.has("--collapse-above")) cfg.collapseAboveStreams = toInt("--collapse-above", *args.value("--collapse-above"));
   cfg.maxLifetimeS = args.has("--seconds") ? toDouble("--seconds", *args.value("--seconds")) : 600.0;
+  if (args.has("--port")) cfg.port = toInt("--port", *args.value("--port"));
   StandinServer server(cfg);
   server.start();
   ctx.out << "stand-in server for model '" << cfg.model << "' on " << server.baseUrl() << " for "
@@ -332,12 +356,13 @@ void addBenchCommands(std::vector<cli::Command>& commands) {
                       "[--lab LAB] [--save-result FILE] [--api-key-env VAR] [--json]",
                       "throughput sweep of an OpenAI-compatible endpoint (vLLM bench serve metrics)",
                       benchOptions(), runBench});
-  commands.push_back({"bench standin", "[--model NAME] [--interval-ms MS] [--seconds S] [--collapse-above N]",
-                      "run the loopback stand-in streaming server (127.0.0.1, random port)",
+  commands.push_back({"bench standin", "[--model NAME] [--interval-ms MS] [--seconds S] [--collapse-above N] [--port P]",
+                      "run the loopback stand-in streaming server (127.0.0.1, a free port unless --port)",
                       {{"--model", true, "model id it answers to (default standin)"},
                        {"--interval-ms", true, "gap between streamed chunks (default 0: as fast as possible)"},
                        {"--seconds", true, "stop after this long (default 600)"},
-                       {"--collapse-above", true, "with more streams than this, decode slows to 5 tok/s (demo)"}},
+                       {"--collapse-above", true, "with more streams than this, decode slows to 5 tok/s (demo)"},
+                       {"--port", true, "listen on this loopback port (a server on a box reached through a tunnel)"}},
                       runStandin});
 }
 

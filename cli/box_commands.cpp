@@ -17,6 +17,7 @@
 #include "cli/commands.h"
 #include "cli/progress.h"
 #include "backends/ssh/port_forward.h"
+#include "core/ledger/life_recorder.h"
 #include "core/util/lab_files.h"
 
 namespace fs = std::filesystem;
@@ -140,22 +141,29 @@ int boxPush(const Args& args, Context& ctx) {
   ssh::SshSession session(sshTargetFor(box, args));
   session.connect();
   store.touchBox(box.id, "transfer", "push " + src + " -> " + dst);
+  const double started = ledger::epochNow();
+  std::int64_t bytes = 0;
   if (!fs::is_directory(src)) {
     session.upload(src, dst, progressPrinter(ctx.err, src));
-    return 0;
-  }
-  for (const auto& e : fs::recursive_directory_iterator(src)) {
-    const std::string rel = fs::relative(e.path(), src).string();
-    const std::string remote = dst + "/" + rel;
-    if (e.is_directory()) continue;
-    if (util::isLabDatabaseFile(e.path())) {
-      ctx.err << "skipped " << rel << ": a lab's database is never copied by reading it\n";
-      continue;
+    bytes = static_cast<std::int64_t>(fs::file_size(src));
+  } else {
+    for (const auto& e : fs::recursive_directory_iterator(src)) {
+      const std::string rel = fs::relative(e.path(), src).string();
+      const std::string remote = dst + "/" + rel;
+      if (e.is_directory()) continue;
+      if (util::isLabDatabaseFile(e.path())) {
+        ctx.err << "skipped " << rel << ": a lab's database is never copied by reading it\n";
+        continue;
+      }
+      const auto r = session.run("mkdir -p " + ssh::shellQuote(fs::path(remote).parent_path().string()));
+      if (r.status != 0) throw std::runtime_error("cannot create folders on " + name + ": " + r.err);
+      session.upload(e.path().string(), remote, progressPrinter(ctx.err, rel));
+      bytes += static_cast<std::int64_t>(e.file_size());
     }
-    const auto r = session.run("mkdir -p " + ssh::shellQuote(fs::path(remote).parent_path().string()));
-    if (r.status != 0) throw std::runtime_error("cannot create folders on " + name + ": " + r.err);
-    session.upload(e.path().string(), remote, progressPrinter(ctx.err, rel));
   }
+  // Staging the ledger prices: what moved, how many bytes, how long it took.
+  ledger::LifeRecorder(lab).transfer(box.id, ledger::Direction::Push, src + " -> " + dst, bytes, started,
+                                     ledger::epochNow());
   return 0;
 }
 
@@ -169,28 +177,38 @@ int boxPull(const Args& args, Context& ctx) {
   ssh::SshSession session(sshTargetFor(box, args));
   session.connect();
   store.touchBox(box.id, "transfer", "pull " + src + " -> " + dst);
+  const double started = ledger::epochNow();
+  std::int64_t bytes = 0;
   if (session.run("test -d " + ssh::shellQuote(src)).status != 0) {
     session.download(src, dst, progressPrinter(ctx.err, src));
-    return 0;
+    std::error_code ec;  // DST may be the folder the file went into
+    const fs::path got = fs::is_directory(dst, ec) ? fs::path(dst) / fs::path(src).filename() : fs::path(dst);
+    bytes = fs::is_regular_file(got, ec) ? static_cast<std::int64_t>(fs::file_size(got, ec)) : 0;
+  } else {
+    // A folder: every file under it, to the same relative place under DST (as push does).
+    const auto found = session.run("cd " + ssh::shellQuote(src) + " && find . -type f -print0");
+    if (found.status != 0) throw std::runtime_error("cannot list " + src + " on " + name + ": " + found.err);
+    std::vector<std::string> files;
+    for (size_t start = 0, end; start < found.out.size(); start = end + 1) {
+      end = found.out.find('\0', start);
+      if (end == std::string::npos) end = found.out.size();
+      std::string rel = found.out.substr(start, end - start);
+      if (rel.rfind("./", 0) == 0) rel.erase(0, 2);
+      if (!rel.empty()) files.push_back(rel);
+    }
+    std::sort(files.begin(), files.end());
+    for (const auto& rel : files) {
+      const fs::path local = fs::path(dst) / rel;
+      fs::create_directories(local.parent_path());
+      session.download(src + "/" + rel, local.string(), progressPrinter(ctx.err, rel));
+      std::error_code ec;
+      bytes += static_cast<std::int64_t>(fs::file_size(local, ec));
+    }
+    ctx.err << "pulled " << files.size() << " files from " << name << ":" << src << " to " << dst << "\n";
   }
-  // A folder: every file under it, to the same relative place under DST (as push does).
-  const auto found = session.run("cd " + ssh::shellQuote(src) + " && find . -type f -print0");
-  if (found.status != 0) throw std::runtime_error("cannot list " + src + " on " + name + ": " + found.err);
-  std::vector<std::string> files;
-  for (size_t start = 0, end; start < found.out.size(); start = end + 1) {
-    end = found.out.find('\0', start);
-    if (end == std::string::npos) end = found.out.size();
-    std::string rel = found.out.substr(start, end - start);
-    if (rel.rfind("./", 0) == 0) rel.erase(0, 2);
-    if (!rel.empty()) files.push_back(rel);
-  }
-  std::sort(files.begin(), files.end());
-  for (const auto& rel : files) {
-    const fs::path local = fs::path(dst) / rel;
-    fs::create_directories(local.parent_path());
-    session.download(src + "/" + rel, local.string(), progressPrinter(ctx.err, rel));
-  }
-  ctx.err << "pulled " << files.size() << " files from " << name << ":" << src << " to " << dst << "\n";
+  // Staging the ledger prices: what moved, how many bytes, how long it took.
+  ledger::LifeRecorder(lab).transfer(box.id, ledger::Direction::Pull, src + " -> " + dst, bytes, started,
+                                     ledger::epochNow());
   return 0;
 }
 

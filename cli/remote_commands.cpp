@@ -19,6 +19,7 @@
 #include "cli/remote_steps.h"
 #include "cli/commands.h"
 #include "backends/remote/remote_run.h"
+#include "core/ledger/life_recorder.h"
 #include "core/venues/llamafactory_config.h"
 
 namespace fs = std::filesystem;
@@ -150,7 +151,13 @@ int remoteTrain(const Args& args, Context& ctx) {
   ssh::SshSession session(sshTargetFor(box, args));
   session.connect();
   const std::string workDir = args.value("--workdir").value_or("crosslab-runs/" + store::utcNow());
+  const double staged = ledger::epochNow();
   uploadFolder(session, stage, workDir);
+  std::int64_t stagedBytes = 0;
+  for (const auto& e : fs::recursive_directory_iterator(stage))
+    if (e.is_regular_file()) stagedBytes += static_cast<std::int64_t>(e.file_size());
+  ledger::LifeRecorder(lab).transfer(box.id, ledger::Direction::Push, "run folder (recipe, data) -> " + workDir,
+                                     stagedBytes, staged, ledger::epochNow());
   const std::string events = engine == "llamafactory" ? recipe.outputDir + "/trainer_log.jsonl"
                                                       : recipe.outputDir + "/events.jsonl";
   remote::RemoteRun run(session, workDir, events);

@@ -13,6 +13,7 @@
 #include "cli/venue_support.h"
 #include "cli/remote_steps.h"
 #include "backends/remote/remote_run.h"
+#include "core/ledger/life_recorder.h"
 #include "core/venues/lora_recipe.h"
 
 namespace crosslab::backends {
@@ -26,6 +27,15 @@ const char* storeStatus(train::RunState s) {
     case train::RunState::Stalled: return "stalled";
     case train::RunState::Failed: return "failed";
     default: return "running";
+  }
+}
+
+ledger::WorkStatus workStatusOf(train::RunState s) {
+  switch (s) {
+    case train::RunState::Finished: return ledger::WorkStatus::Finished;
+    case train::RunState::Stalled: return ledger::WorkStatus::Stalled;
+    case train::RunState::Failed: return ledger::WorkStatus::Failed;
+    default: return ledger::WorkStatus::Stopped;
   }
 }
 
@@ -84,6 +94,9 @@ void followAndReport(const cli::Args& args, cli::Context& ctx, ssh::SshSession& 
   train::RunMonitor monitor(opt);
   const int pollMs = args.integer("--poll-ms", 5000);
   const auto runId = recordRun(lab, box, engine, recipe, run.workDir());
+  ledger::LifeRecorder life(lab);
+  const auto workId = life.workStarted(box.id, ledger::WorkKind::Train, "train (" + engine + ") " + run.workDir(),
+                                       ledger::epochNow(), {runId, std::nullopt});
   size_t recorded = 0;
   std::int64_t shownStep = -1;
   for (int failures = 0;;) {
@@ -113,6 +126,7 @@ void followAndReport(const cli::Args& args, cli::Context& ctx, ssh::SshSession& 
 
   const auto state = monitor.state();
   lab.setRunStatus(runId, storeStatus(state), monitor.reason());
+  life.workEnded(workId, workStatusOf(state), ledger::epochNow(), monitor.reason());
   const bool finished = state == train::RunState::Finished;
   if (!finished && !args.has("--keep-on-failure")) run.kill();  // stop paying for a dead run
   if (finished && args.has("--fetch"))

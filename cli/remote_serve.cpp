@@ -14,6 +14,7 @@
 #include "backends/remote/health_probe.h"
 #include "backends/remote/remote_run.h"
 #include "backends/ssh/port_forward.h"
+#include "core/ledger/life_recorder.h"
 #include "core/venues/serve_command.h"
 
 namespace crosslab::backends {
@@ -141,11 +142,15 @@ int remoteServe(const cli::Args& args, cli::Context& ctx) {
   ctx.out << nlohmann::json{{"url", (base + "/v1").toStdString()}, {"local_port", local}, {"box", box.name},
                             {"engine", spec.engine}, {"command", command}}.dump()
           << std::endl;
+  // A server is not work by itself: the ledger counts the sweeps and evals run against it.
+  ledger::LifeRecorder life(lab);
+  const auto serveId = life.serveStarted(box.id, spec.engine + " " + spec.model, ledger::epochNow());
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
   while (!gStopServe && tunnel.running() && (seconds == 0 || std::chrono::steady_clock::now() < until))
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
   tunnel.stop();
   if (args.has("--stop-on-exit")) server.kill();
+  life.serveStopped(serveId, ledger::epochNow());
   return 0;
 }
 

@@ -132,8 +132,10 @@ std::uint16_t StandinServer::start() {
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);  // loopback only, never 0.0.0.0
+  addr.sin_port = htons(static_cast<std::uint16_t>(config_.port));
   if (::bind(listenFd_, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 || ::listen(listenFd_, 1024) != 0)
-    throw std::runtime_error("stand-in server: cannot listen on 127.0.0.1");
+    throw std::runtime_error("stand-in server: cannot listen on 127.0.0.1" +
+                             (config_.port ? ":" + std::to_string(config_.port) : std::string()));
   socklen_t len = sizeof addr;
   ::getsockname(listenFd_, reinterpret_cast<sockaddr*>(&addr), &len);
   port_ = ntohs(addr.sin_port);

@@ -40,6 +40,7 @@ struct StandinConfig {
   bool recordSendTimes = false;
   std::string apiKey;          // non-empty: generation routes need "Authorization: Bearer <key>" (else 401)
   int cpu = -1;                // pin the server thread to this CPU (benchmarks)
+  int port = 0;                // 0: a free port
 };
 
 class StandinServer {

@@ -110,14 +110,17 @@ void FrictionLog::requestEdit(std::int64_t id, const FrictionEdit& edit) {
   if (edit.minutes) e.minutes = *edit.minutes;
   if (edit.usd) e.usd = *edit.usd;
   if (edit.ecosystemSpecific) e.ecosystemSpecific = *edit.ecosystemSpecific;
+  if (edit.boxId) e.boxId = *edit.boxId;
+  if (edit.runId) e.runId = *edit.runId;
   validate(e);
   auto& db = lab_.db();
   store::Transaction tx(db);
   auto st = db.prepare(
       "UPDATE friction SET at = ?, title = ?, cause = ?, fix = ?, minutes = ?, usd = ?, category = ?, "
-      "ecosystem_specific = ? WHERE id = ?");
+      "ecosystem_specific = ?, box_id = ?, run_id = ? WHERE id = ?");
   st.bind(1, e.at).bind(2, e.title).bind(3, nonEmpty(e.cause)).bind(4, nonEmpty(e.fix)).bind(5, e.minutes);
-  st.bind(6, e.usd).bind(7, std::string(toKey(e.category))).bind(8, e.ecosystemSpecific ? 1 : 0).bind(9, id).run();
+  st.bind(6, e.usd).bind(7, std::string(toKey(e.category))).bind(8, e.ecosystemSpecific ? 1 : 0);
+  st.bind(9, e.boxId).bind(10, e.runId).bind(11, id).run();
   tx.commit();
 }
 

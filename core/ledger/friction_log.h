@@ -46,6 +46,7 @@ struct FrictionEdit {
   std::optional<std::string> title, cause, fix, at;
   std::optional<FrictionCategory> category;
   std::optional<std::optional<double>> minutes, usd;
+  std::optional<std::optional<std::int64_t>> boxId, runId;
   std::optional<bool> ecosystemSpecific;
 };
 

@@ -7,14 +7,19 @@
 #include <QProgressDialog>
 #include <QSettings>
 #include <QStackedWidget>
+#include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
 #include <spdlog/spdlog.h>
 
+#include <sstream>
+
 #include "backends/lab_locations.h"
 #include "backends/lab_session.h"
 #include "core/store/lab_store.h"
+#include "core/ledger/life_jsonl.h"
 #include "widgets/empty_state_panel.h"
+#include "widgets/ledger_panel.h"
 #include "widgets/venues_panel.h"
 #include "widgets/log_panel.h"
 #include "widgets/main_window.h"
@@ -89,14 +94,18 @@ class TestMainWindow : public QObject {
     MainWindow w;
     QVERIFY(w.openLab(labA_));
     auto* stack = w.findChild<QStackedWidget*>("panels");
-    auto* ledger = qobject_cast<crosslab::widgets::EmptyStatePanel*>(stack->widget(MainWindow::Ledger));
+    auto* ledger = qobject_cast<crosslab::widgets::LedgerPanel*>(stack->widget(MainWindow::Ledger));
     QVERIFY(ledger);
-    QVERIFY(ledger->labSummary().contains("0 ledger, 0 friction"));
-    w.session()->store()->db().exec(
-        "INSERT INTO ledger(at, category, usd) VALUES ('2026-11-29T00:00:00Z', 'compute', 0.44)");
-    ledger->refresh();
-    QVERIFY2(ledger->labSummary().contains("1 ledger"), qPrintable(ledger->labSummary()));
-    QVERIFY(ledger->findChild<QLabel*>("producedBy")->text().contains("no command in this build"));
+    auto* lives = ledger->findChild<QTableView*>("livesTable");
+    QCOMPARE(lives->model()->rowCount(), 1);  // the totals row only
+    std::istringstream in(
+        R"({"box": "BOX-1", "provider": "hotaisle", "gpu": "MI300X", "gpus": 1, "price_per_hour": 6.0, "min_minutes": 1, )"
+        R"("provisioned_at": "2026-01-04T10:00:00Z", "deleted_at": "2026-01-04T10:30:00Z", "work": [], "transfers": []})");
+    crosslab::ledger::importLives(*w.session()->store(), crosslab::ledger::parseLivesJsonl(in));
+    ledger->reload();
+    QCOMPARE(lives->model()->rowCount(), 2);
+    QCOMPARE(lives->model()->index(0, 4).data().toString(), QString("$3.00"));
+    QVERIFY(ledger->findChild<QLabel*>("ledgerTotals")->text().contains("GPU rental $3.00"));
   }
 
   void recentLabsPersistAcrossRestarts() {

@@ -1,0 +1,134 @@
+// A box life run through crosslab on the loopback box (a real OpenSSH sshd): push weights,
+// a remote training run, a server on the box and a throughput sweep through the tunnel,
+// then the box removed. The ledger must show staging > 0 and compute > 0 without any
+// manual entry: every minute comes from what crosslab recorded as it happened.
+#include <QJsonArray>
+#include <QJsonDocument>
+#include <QJsonObject>
+#include <QProcess>
+#include <QTcpServer>
+#include <QtTest>
+
+#include "sshd_fixture.h"
+
+namespace {
+
+struct Result {
+  int code;
+  QByteArray out, err;
+};
+
+void writeFile(const QString& path, const QByteArray& data) {
+  QDir().mkpath(QFileInfo(path).absolutePath());
+  QFile f(path);
+  QVERIFY(f.open(QIODevice::WriteOnly));
+  f.write(data);
+}
+
+int freePort() {
+  QTcpServer s;
+  s.listen(QHostAddress::LocalHost, 0);
+  return s.serverPort();
+}
+
+}  // namespace
+
+class TestBoxLifeLoopback : public QObject {
+  Q_OBJECT
+  QTemporaryDir home_;
+  SshdFixture sshd_;
+
+  QProcessEnvironment env() {
+    auto e = QProcessEnvironment::systemEnvironment();
+    e.insert("CROSSLAB_HOME", home_.path());
+    e.remove("SSH_AUTH_SOCK");
+    return e;
+  }
+  Result cli(const QStringList& args) {
+    QProcess p;
+    p.setProcessEnvironment(env());
+    p.start(CROSSLAB_CLI, args);
+    if (!p.waitForFinished(180000)) return {-1, {}, "timeout"};
+    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, p.readAllStandardOutput(),
+            p.readAllStandardError()};
+  }
+
+ private slots:
+  void initTestCase() {
+    QString why;
+    QVERIFY2(sshd_.start(&why), qPrintable(why));
+  }
+
+  void aLifeThroughCrosslabYieldsItsLedger() {
+    QByteArray weights(3'000'000, 'w');
+    writeFile(home_.filePath("weights.bin"), weights);
+    writeFile(home_.filePath("data.json"), R"([{"instruction": "q", "input": "", "output": "a"}])");
+    writeFile(home_.filePath("r.json"), R"({"model": "/models/llama-3.1-8b", "lora_rank": 16})");
+    auto r = cli({"box", "add", "loop", "--host", "127.0.0.1", "--port", QString::number(sshd_.port()), "--user",
+                  sshd_.user(), "--key", sshd_.userKey(), "--price-per-hour", "6"});
+    QVERIFY2(r.code == 0, r.err.constData());
+    QCOMPARE(cli({"box", "exec", "loop", "--accept-new", "--", "true"}).code, 0);
+
+    QCOMPARE(cli({"box", "exec", "loop", "--", "mkdir", "-p", home_.filePath("box/models")}).code, 0);
+    r = cli({"box", "push", "loop", home_.filePath("weights.bin"), home_.filePath("box/models/weights.bin")});
+    QVERIFY2(r.code == 0, r.err.constData());
+    r = cli({"remote", "train", "--box", "loop", "--engine", "crosslab", "--recipe", home_.filePath("r.json"), "--data",
+             home_.filePath("data.json"), "--launcher",
+             "sh " + QStringLiteral(CROSSLAB_TESTS_DIR "/backends/fake_crosslab_train.sh"), "--poll-ms", "50",
+             "--workdir", home_.filePath("box/run"), "--json"});
+    QVERIFY2(r.code == 0, r.err.constData());
+
+    // A server on the box, reached through the tunnel, and a sweep against it.
+    const int port = freePort();
+    QProcess serve;
+    serve.setProcessEnvironment(env());
+    serve.start(CROSSLAB_CLI, {"remote", "serve", "--box", "loop", "--engine", "crosslab", "--model", "/m", "--port",
+                               QString::number(port), "--launcher",
+                               QString(CROSSLAB_CLI) + " bench standin --port " + QString::number(port) + " --seconds 300",
+                               "--workdir", home_.filePath("box/serve"), "--for", "300", "--stop-on-exit"});
+    QVERIFY(serve.waitForReadyRead(120000));
+    const auto info = QJsonDocument::fromJson(serve.readLine()).object();
+    const int local = info.value("local_port").toInt();
+    QVERIFY2(local > 0, serve.readAllStandardError().constData());
+    r = cli({"bench", "--url", "http://127.0.0.1:" + QString::number(local), "--model", "standin", "--concurrency",
+             "1,2", "--num-prompts", "4", "--output-len", "16", "--input-len", "16", "--lab", home_.filePath("home"),
+             "--box", "loop", "--label", "loop standin"});
+    QVERIFY2(r.code == 0, r.err.constData());
+    serve.terminate();
+    QVERIFY(serve.waitForFinished(60000));
+    QCOMPARE(serve.exitCode(), 0);
+
+    QCOMPARE(cli({"box", "remove", "loop"}).code, 0);
+
+    // The ledger, from what was recorded: no import, no hand entry.
+    r = cli({"ledger", "--json"});
+    QCOMPARE(r.code, 0);
+    const auto lives = QJsonDocument::fromJson(r.out).object().value("lives").toArray();
+    QCOMPARE(lives.size(), 1);
+    const auto life = lives[0].toObject();
+    QVERIFY2(life.value("staging_minutes").toDouble() > 0, r.out.constData());
+    QVERIFY2(life.value("compute_minutes").toDouble() > 0, r.out.constData());
+    QCOMPARE(life.value("debug_minutes").toDouble(), 0.0);
+    QVERIFY(life.value("compute_usd").toDouble() > 0);
+    QCOMPARE(life.value("billed_minutes").toDouble(), 1.0);  // a short life: the first minute
+    r = cli({"ledger", "export", "--no-redact"});
+    QCOMPARE(r.code, 0);
+    const auto exported = QJsonDocument::fromJson(r.out).object();
+    QVERIFY(!exported.value("deleted_at").isNull());
+    QStringList work;
+    for (const auto& w : exported.value("work").toArray())
+      work << w.toObject().value("kind").toString() + ":" + w.toObject().value("status").toString();
+    QCOMPARE(work, QStringList({"train:finished", "serve:finished", "bench:finished"}));
+    const auto transfers = exported.value("transfers").toArray();
+    QCOMPARE(transfers.size(), 2);  // the weights, then the run folder
+    QCOMPARE(transfers[0].toObject().value("bytes").toInteger(), qint64{3'000'000});
+    QVERIFY(transfers[0].toObject().value("what").toString().contains("weights.bin"));
+    QVERIFY(transfers[1].toObject().value("what").toString().startsWith("run folder"));
+    // The sweep's benchmark row names the box.
+    r = cli({"lab", "info", home_.filePath("home"), "--json"});
+    QCOMPARE(QJsonDocument::fromJson(r.out).object().value("counts").toObject().value("benchmarks").toInt(), 1);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestBoxLifeLoopback)
+#include "test_box_life_loopback.moc"
