@@ -27,6 +27,7 @@
 #include "core/store/lab_store.h"
 #include "widgets/demo_runner.h"
 #include "widgets/empty_state_panel.h"
+#include "widgets/ledger_panel.h"
 #include "widgets/venues_panel.h"
 #include "widgets/log_panel.h"
 #include "widgets/review_panel.h"
@@ -69,9 +70,10 @@ QVector<PanelSpec> panelSpecs() {
       {QObject::tr("Ledger"),
        QObject::tr("Compute versus staging cost per VM life, the friction log, and the report "
                    "that regenerates the lab's tables from the raw records."),
-       {"ledger", "friction"},
-       QObject::tr("Written as boxes, runs and benchmarks record their costs; no command in this "
-                   "build writes ledger or friction rows yet.")},
+       {"ledger", "friction", "box_work", "box_transfers"},
+       QObject::tr("Written as crosslab works on a box (provision, transfers, runs, sweeps, delete), by "
+                   "<code>crosslab-cli ledger import|spend|credit</code> and <code>crosslab-cli friction add</code>, "
+                   "and by this panel.")},
   };
 }
 
@@ -137,6 +139,8 @@ void MainWindow::buildPanels() {
       stack_->addWidget(new BenchmarksPanel(session_, stack_));
     else if (spec.title == tr("Review"))
       stack_->addWidget(new ReviewPanel(session_, stack_));
+    else if (spec.title == tr("Ledger"))
+      stack_->addWidget(new LedgerPanel(session_, stack_));
     else
       stack_->addWidget(new EmptyStatePanel(spec, session_, stack_));
   }
