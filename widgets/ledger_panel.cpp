@@ -16,8 +16,8 @@
 #include <QUrl>
 #include <QVBoxLayout>
 
-#include "backends/cli/cli_support.h"
 #include "backends/lab_session.h"
+#include "backends/secrets/keyring.h"
 #include "core/ledger/friction_log.h"
 #include "core/ledger/lab_ledger.h"
 #include "core/ledger/ledger_text.h"
@@ -317,7 +317,7 @@ void LedgerPanel::exportReport() {
       auto lab = store::LabStore::open(labDir);
       const auto files = report::writeReport(lab, std::filesystem::path(labDir) / "reports",
                                              {report::Format::Markdown, report::Format::Html},
-                                             backends::secretGuard(), report::ReportOptions{});
+                                             secrets::outgoingGuard(), report::ReportOptions{});
       for (const auto& f : files)
         if (f.filename() == "report.html") html = QString::fromStdString(f.string());
     } catch (const std::exception& e) {

@@ -10,13 +10,9 @@
 #include <QtTest>
 
 #include "sshd_fixture.h"
+#include "tests/support/cli_runner.h"
 
 namespace {
-
-struct Result {
-  int code;
-  QByteArray out, err;
-};
 
 void writeFile(const QString& path, const QByteArray& data) {
   QDir().mkpath(QFileInfo(path).absolutePath());
@@ -44,14 +40,7 @@ class TestBoxLifeLoopback : public QObject {
     e.remove("SSH_AUTH_SOCK");
     return e;
   }
-  Result cli(const QStringList& args) {
-    QProcess p;
-    p.setProcessEnvironment(env());
-    p.start(CROSSLAB_CLI, args);
-    if (!p.waitForFinished(180000)) return {-1, {}, "timeout"};
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, p.readAllStandardOutput(),
-            p.readAllStandardError()};
-  }
+  crosslab::testing::CliResult cli(const QStringList& args) { return crosslab::testing::runCli(args, env()); }
 
  private slots:
   void initTestCase() {
@@ -81,11 +70,13 @@ class TestBoxLifeLoopback : public QObject {
     // A server on the box, reached through the tunnel, and a sweep against it.
     const int port = freePort();
     QProcess serve;
-    serve.setProcessEnvironment(env());
-    serve.start(CROSSLAB_CLI, {"remote", "serve", "--box", "loop", "--engine", "crosslab", "--model", "/m", "--port",
+    crosslab::testing::CliOptions serveOptions;
+    serveOptions.env = env();
+    crosslab::testing::startCli(serve, {"remote", "serve", "--box", "loop", "--engine", "crosslab", "--model", "/m", "--port",
                                QString::number(port), "--launcher",
-                               QString(CROSSLAB_CLI) + " bench standin --port " + QString::number(port) + " --seconds 300",
-                               "--workdir", home_.filePath("box/serve"), "--for", "300", "--stop-on-exit"});
+                               crosslab::testing::cliPath() + " bench standin --port " + QString::number(port) + " --seconds 300",
+                               "--workdir", home_.filePath("box/serve"), "--for", "300", "--stop-on-exit"},
+                                serveOptions);
     QVERIFY(serve.waitForReadyRead(120000));
     const auto info = QJsonDocument::fromJson(serve.readLine()).object();
     const int local = info.value("local_port").toInt();

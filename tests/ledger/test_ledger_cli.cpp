@@ -4,15 +4,11 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
-#include <QProcess>
 #include <QtTest>
 
-namespace {
+#include "tests/support/cli_runner.h"
 
-struct Result {
-  int code;
-  QByteArray out, err;
-};
+namespace {
 
 // Life 1: $6/h (0.1 $/min), 30.5 min used -> 31 billed; a failed run 5 min, 5 min wait,
 // a good run 10 min. Life 2: 10 minutes on a 60-minute minimum, no work.
@@ -33,15 +29,10 @@ class TestLedgerCli : public QObject {
   Q_OBJECT
   QTemporaryDir tmp_;
 
-  Result cli(const QStringList& args) {
-    QProcess p;
+  crosslab::testing::CliResult cli(const QStringList& args) {
     auto env = QProcessEnvironment::systemEnvironment();
     env.insert("CROSSLAB_HOME", tmp_.filePath("home"));
-    p.setProcessEnvironment(env);
-    p.start(CROSSLAB_CLI, args);
-    if (!p.waitForFinished(120000)) return {-1, {}, "timeout"};
-    return {p.exitStatus() == QProcess::NormalExit ? p.exitCode() : -2, p.readAllStandardOutput(),
-            p.readAllStandardError()};
+    return crosslab::testing::runCli(args, env);
   }
   QString write(const QString& name, const QByteArray& text) {
     QFile f(tmp_.filePath(name));

@@ -3,7 +3,6 @@
 // of planted hosts, users, keys and secrets in every format, the portability verdict on
 // two replication groups (one at parity, one that differs), exact McNemar, and the seed
 // lab's own ledger (tests/fixtures/seed_lab) reproducing the published ratios.
-#include <QProcess>
 #include <QtTest>
 
 #include <nlohmann/json.hpp>
@@ -21,6 +20,7 @@
 #include "core/store/lab_store.h"
 #include "core/venues/meter.h"
 #include "core/venues/venue_store.h"
+#include "tests/support/cli_runner.h"
 
 using namespace crosslab;
 namespace fs = std::filesystem;
@@ -299,16 +299,15 @@ class TestReport : public QObject {
 
   void theSeedLabsOwnLedger() {
     const QString lab = QString::fromStdString(tmp_.path().toStdString() + "/seed");
-    QProcess p;
     auto env = QProcessEnvironment::systemEnvironment();
     env.insert("CROSSLAB_HOME", tmp_.filePath("home"));
-    p.setProcessEnvironment(env);
-    p.start("bash", {CROSSLAB_TESTS_DIR "/fixtures/seed_lab/build.sh", CROSSLAB_CLI, lab});
-    QVERIFY(p.waitForFinished(300000));
-    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
-    p.start(CROSSLAB_CLI, {"report", "--lab", lab, "--out", lab + "/reports", "--format", "md"});
-    QVERIFY(p.waitForFinished(120000));
-    QVERIFY2(p.exitCode() == 0, p.readAllStandardError().constData());
+    crosslab::testing::CliOptions options;
+    options.env = env;
+    auto r = crosslab::testing::runProgram(
+        "bash", {CROSSLAB_TESTS_DIR "/fixtures/seed_lab/build.sh", crosslab::testing::cliPath(), lab}, options);
+    QVERIFY2(r.code == 0, r.err.constData());
+    r = crosslab::testing::runCli({"report", "--lab", lab, "--out", lab + "/reports", "--format", "md"}, options);
+    QVERIFY2(r.code == 0, r.err.constData());
     const std::string md = read(lab.toStdString() + "/reports/report.md");
     // The published table: compute ~$0.44 / staging + debug ~$1.85 (4:1), ~$0.10 / ~$3.40
     // (34:1), ~$9 / ~$4 (0.4:1), ~$0.80 / ~$1.50 (2:1).
