@@ -19,6 +19,7 @@
 #include "core/eval/judge_gate.h"
 #include "core/eval/verdict.h"
 #include "cli/progress.h"
+#include "core/ledger/lab_ledger.h"
 
 namespace crosslab::backends {
 namespace {
@@ -129,6 +130,7 @@ struct JudgeReach {
 struct Tally {
   std::map<std::string, std::map<std::string, size_t>> byModel;  // model -> verdict -> count
   std::map<std::string, JudgeReach> judges;                        // judge name -> reach
+  long promptTokens = 0, completionTokens = 0;                     // every judge, every attempt
 
   void count(const std::string& model, const eval::GateResult& g) {
     ++byModel[model][g.verdict];
@@ -137,6 +139,8 @@ struct Tally {
       ++r.asked;
       if (!v.answered()) ++r.unanswered;
       if (!v.errors.empty()) r.lastError = v.errors.back();
+      promptTokens += v.promptTokens;
+      completionTokens += v.completionTokens;
     }
   }
   bool anyAnswer() const {
@@ -253,15 +257,29 @@ int evalJudge(const Args& args, Context& ctx) {
   if (spec.pairwise) judgePairs(gate, set, outputs, es ? &*es : nullptr, ids, tally, ctx);
   else judgeSingle(gate, set, outputs, es ? &*es : nullptr, ids, tally, ctx);
   reportReach(tally, ctx.err);
+  // The judges' bill, from their token counts at the configured price: other spend in the ledger.
+  std::optional<double> usd;
+  if (args.has("--usd-per-m-input") || args.has("--usd-per-m-output")) {
+    if (!lab) throw UsageError("--usd-per-m-input/--usd-per-m-output book the judges' cost in --lab");
+    usd = (tally.promptTokens * args.number("--usd-per-m-input", 0, 0, 1e6) +
+           tally.completionTokens * args.number("--usd-per-m-output", 0, 0, 1e6)) / 1e6;
+    if (tally.promptTokens + tally.completionTokens > 0)
+      ledger::requestAddOtherSpend(*lab, "api", *usd,
+                                   "judge gate " + spec.name + ": " + std::to_string(tally.promptTokens) +
+                                       " prompt + " + std::to_string(tally.completionTokens) + " completion tokens");
+  }
   if (args.has("--json")) {
     json judges = json::object();
     for (const auto& [name, r] : tally.judges) judges[name] = {{"asked", r.asked}, {"unanswered", r.unanswered}};
-    ctx.out << json{{"eval_sha256", set.sha256}, {"gate", spec.name}, {"verdicts", tally.byModel}, {"judges", judges},
-                    {"measured", tally.anyAnswer()}}
-                   .dump()
-            << "\n";
+    json out{{"eval_sha256", set.sha256}, {"gate", spec.name}, {"verdicts", tally.byModel}, {"judges", judges},
+             {"measured", tally.anyAnswer()}, {"prompt_tokens", tally.promptTokens},
+             {"completion_tokens", tally.completionTokens}};
+    if (usd) out["usd"] = *usd;
+    ctx.out << out.dump() << "\n";
   } else {
     printTally(tally, spec.name, ctx.out);
+    if (usd) ctx.out << "judges' tokens: " << tally.promptTokens << " prompt + " << tally.completionTokens
+                     << " completion, booked $" << std::fixed << std::setprecision(4) << *usd << " as API spend\n";
   }
   // Verdicts are recorded (as not measured); the exit status says nothing was measured.
   if (!tally.anyAnswer() && !tally.judges.empty())
@@ -293,6 +311,8 @@ void addEvalBackendCommands(std::vector<cli::Command>& commands) {
                        {"--outputs", true, "outputs (JSON Lines)", true},
                        {"--gate", true, "gate file: judges, rubric, checks, mode", true},
                        {"--lab", true, "store samples, verdicts, raw replies, latency and tokens here"},
+                       {"--usd-per-m-input", true, "judges' price per million prompt tokens: book their cost in the ledger"},
+                       {"--usd-per-m-output", true, "judges' price per million completion tokens"},
                        {"--published", true, "published score (0..1) of these archived outputs, for calibration"},
                        {"--json", false, "print a JSON object"}},
                       evalJudge});

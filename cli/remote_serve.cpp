@@ -136,15 +136,15 @@ int remoteServe(const cli::Args& args, cli::Context& ctx) {
     throw std::runtime_error("the server never answered /health with 200 (last " + std::to_string(status) +
                              "); its output ends: " + tail(output, 3));
   }
-  // Ctrl-C closes the tunnel cleanly from the moment the URL is out (not a kill by signal).
+  // Stop cleanly from here on: whoever reads the URL line below may stop us at once.
   std::signal(SIGINT, [](int) { gStopServe = true; });
   std::signal(SIGTERM, [](int) { gStopServe = true; });
-  ctx.out << nlohmann::json{{"url", (base + "/v1").toStdString()}, {"local_port", local}, {"box", box.name},
-                            {"engine", spec.engine}, {"command", command}}.dump()
-          << std::endl;
   // A server is not work by itself: the ledger counts the sweeps and evals run against it.
   ledger::LifeRecorder life(lab);
   const auto serveId = life.serveStarted(box.id, spec.engine + " " + spec.model, ledger::epochNow());
+  ctx.out << nlohmann::json{{"url", (base + "/v1").toStdString()}, {"local_port", local}, {"box", box.name},
+                            {"engine", spec.engine}, {"command", command}}.dump()
+          << std::endl;
   const auto until = std::chrono::steady_clock::now() + std::chrono::seconds(seconds);
   while (!gStopServe && tunnel.running() && (seconds == 0 || std::chrono::steady_clock::now() < until))
     std::this_thread::sleep_for(std::chrono::milliseconds(100));

@@ -29,6 +29,8 @@
 #include "widgets/loss_chart.h"
 #include "widgets/new_run_dialog.h"
 #include "widgets/runs_model.h"
+#include "core/ledger/friction_log.h"
+#include "widgets/friction_dialog.h"
 
 namespace crosslab::widgets {
 
@@ -52,6 +54,11 @@ TrainingPanel::TrainingPanel(backends::LabSession* session, QWidget* parent)
   stop_->setObjectName("stopButton");
   stop_->setEnabled(false);
   connect(stop_, &QPushButton::clicked, this, &TrainingPanel::onStop);
+  logFriction_ = new QPushButton(tr("Log friction…"), this);
+  logFriction_->setObjectName("logFrictionButton");
+  logFriction_->setToolTip(tr("Log the selected failed or stalled run in the friction log, pre-filled"));
+  logFriction_->setEnabled(false);
+  connect(logFriction_, &QPushButton::clicked, this, &TrainingPanel::onLogFriction);
 
   table_ = new QTableView(this);
   table_->setObjectName("runsTable");
@@ -95,6 +102,7 @@ TrainingPanel::TrainingPanel(backends::LabSession* session, QWidget* parent)
   top->addWidget(filter_, 1);
   top->addWidget(newRun);
   top->addWidget(stop_);
+  top->addWidget(logFriction_);
   auto* chartControls = new QHBoxLayout;
   chartControls->addWidget(new QLabel(tr("Smoothing"), this));
   chartControls->addWidget(smoothing_, 1);
@@ -216,6 +224,9 @@ void TrainingPanel::markOrphanedRuns() {
 void TrainingPanel::onSelectionChanged() {
   chart_->clearRuns();
   lastStep_.clear();
+  const auto selected = selectedRuns();
+  const auto* first = selected.isEmpty() ? nullptr : model_->run(model_->rowOfRun(selected.front()));
+  logFriction_->setEnabled(first && (first->status == "failed" || first->status == "stalled"));
   for (qint64 id : selectedRuns()) {
     const auto* r = model_->run(model_->rowOfRun(id));
     chart_->addRun(id, r ? QString::fromStdString(r->name) : QString::number(id));
@@ -225,6 +236,22 @@ void TrainingPanel::onSelectionChanged() {
 }
 
 QString TrainingPanel::statusText() const { return status_->text(); }
+
+void TrainingPanel::onLogFriction() {
+  const auto ids = selectedRuns();
+  auto* lab = session_->store();
+  if (ids.isEmpty() || !lab) return;
+  const auto* r = model_->run(model_->rowOfRun(ids.front()));
+  ledger::FrictionLog log(*lab);
+  // The watchdog's words when it is the one that judged this run here, else the run's reason.
+  const bool watched = watch_ && watch_->runId() == ids.front() && !watch_->reason().isEmpty();
+  auto offer = watched ? log.suggestFromWatchdog(ids.front(), watch_->reason().toStdString())
+                       : log.suggestFromRun(ids.front());
+  if (!offer && r) offer = log.suggestFromWatchdog(ids.front(), r->statusReason);
+  if (!offer) return;
+  FrictionDialog dialog(*lab, *offer, this);
+  if (dialog.exec() == QDialog::Accepted) status_->setText(tr("Logged in the friction log (entry %1).").arg(dialog.savedId()));
+}
 
 void TrainingPanel::updateStatus() {
   const auto ids = selectedRuns();

@@ -70,6 +70,9 @@ class TrainingPanel : public QWidget {
   void onSelectionChanged();
   void onNewRun();
   void onStop();
+  // A failed or stalled run (or the watchdog's alert on it): a friction entry pre-filled
+  // with the reason, the dead minutes and their cost at its box's price.
+  void onLogFriction();
   void onChildOutput();
   void onChildFinished(int exitCode, QProcess::ExitStatus status);
   void onWatchState(crosslab::train::RunState state, const QString& reason);
@@ -92,6 +95,7 @@ class TrainingPanel : public QWidget {
   QProgressBar* progress_;
   QPlainTextEdit* output_;
   QPushButton* stop_;
+  QPushButton* logFriction_;
   QTimer poll_;
   QHash<qint64, qint64> lastStep_;  // per charted run: the last step already plotted
   QPointer<QProcess> child_;

@@ -15,9 +15,11 @@
 #include "backends/providers/hotaisle_venue.h"
 #include "backends/secrets/keyring.h"
 #include "backends/ssh/ssh_session.h"
+#include "core/ledger/friction_log.h"
 #include "core/store/lab_store.h"
 #include "widgets/background_job.h"
 #include "widgets/boxes_model.h"
+#include "widgets/friction_dialog.h"
 #include "widgets/venue_dialogs.h"
 #include "widgets/venues_panel.h"
 
@@ -90,6 +92,15 @@ void VenuesPanel::teardownConfirmed(const venues::BoxRow& box) {
       appendLog(name, tr("its life had already ended (%1 at %2) and was booked then; nothing booked twice\n")
                           .arg(QString::fromStdString(end.state), QString::fromStdString(end.endedAt)));
     refresh();
+    // A life that ended here with debug time offers a friction entry, pre-filled.
+    if (!end.endedNow) return;
+    if (auto offer = ledger::FrictionLog(*session_->store()).suggestFromBoxLife(id);
+        offer && confirm_(tr("Log friction"), tr("%1 ended with %2 of debug time (%3). Log it in the friction log?")
+                                                  .arg(name, formatDuration(offer->minutes.value_or(0) * 60),
+                                                       money(offer->usd.value_or(0))))) {
+      FrictionDialog dialog(*session_->store(), *offer, this);
+      dialog.exec();
+    }
   };
   if (!box.rented()) return finish("removed");
   if (!box.provider.empty() && box.provider != providers::kHotAisle)

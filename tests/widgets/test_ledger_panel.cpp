@@ -28,6 +28,10 @@
 #include "widgets/friction_dialog.h"
 #include "widgets/ledger_panel.h"
 #include "widgets/life_bars_chart.h"
+#include "widgets/training_panel.h"
+#include "widgets/venues_panel.h"
+#include "widgets/boxes_model.h"
+#include "core/venues/venue_store.h"
 
 using namespace crosslab;
 
@@ -184,6 +188,72 @@ class TestLedgerPanel : public QObject {
     QCOMPARE(offers->count(), 1);  // taken
     QCOMPARE(lab.db().scalarText("SELECT origin FROM friction WHERE run_id IS NOT NULL"),
              "run " + std::to_string(failedRun_) + " stalled");
+  }
+
+  void trainingAndVenuesPanelsOfferTheirEntries() {
+    auto& lab = *session_.store();
+    // A failed run in the Training panel: Log friction… opens the entry pre-filled.
+    store::NewRun nr;
+    nr.name = "oom-run";
+    const auto run = lab.addRun(nr);
+    lab.setRunStatus(run, "failed", "GPU out of memory (ROCm)");
+    {
+      widgets::TrainingPanel training(&session_);
+      training.show();
+      QVERIFY(QTest::qWaitForWindowExposed(&training));
+      auto* runs = training.findChild<QTableView*>("runsTable");
+      auto* button = training.findChild<QPushButton*>("logFrictionButton");
+      int row = -1;
+      for (int i = 0; i < runs->model()->rowCount() && row < 0; ++i)
+        for (int c = 0; c < runs->model()->columnCount(); ++c)
+          if (runs->model()->index(i, c).data().toString() == "oom-run") row = i;
+      QVERIFY(row >= 0);
+      runs->selectRow(row);
+      QTRY_VERIFY(button->isEnabled());
+      QString cause;
+      whenDialogOpens([&](QDialog* d) {
+        cause = d->findChild<QPlainTextEdit*>("frictionCause")->toPlainText();
+        QTest::mouseClick(d->findChild<QPushButton*>("frictionOk"), Qt::LeftButton);
+      });
+      QTest::mouseClick(button, Qt::LeftButton);
+      QCOMPARE(cause, QString("GPU out of memory (ROCm)"));
+      QCOMPARE(lab.db().scalarInt("SELECT count(*) FROM friction WHERE run_id = " + std::to_string(run)),
+               std::int64_t{1});
+    }
+    // A box torn down with debug time in the Venues panel: asked, then the entry pre-filled.
+    venues::VenueStore vs(lab);
+    venues::BoxRow b;
+    b.venueId = vs.ensureVenue("loop", "ssh");
+    b.name = "loop";
+    b.host = "127.0.0.1";
+    b.user = "me";
+    b.pricePerHour = 6.0;
+    b.provisionedAt = ledger::isoUtc(ledger::epochNow() - 1200);
+    const auto box = vs.addBox(b);
+    ledger::LifeRecorder rec(lab);
+    const auto w = rec.workStarted(box, ledger::WorkKind::Train, "crashed", ledger::epochNow() - 900);
+    rec.workEnded(w, ledger::WorkStatus::Failed, ledger::epochNow() - 300, "Traceback");
+    widgets::VenuesPanel venuesPanel(&session_);
+    QStringList asked;
+    venuesPanel.setConfirmer([&](const QString& title, const QString&) {
+      asked << title;
+      return true;
+    });
+    venuesPanel.refresh();
+    int row = -1;
+    for (int i = 0; i < venuesPanel.boxesModel()->rowCount(); ++i)
+      if (venuesPanel.boxesModel()->row(i).box.name == "loop") row = i;
+    QVERIFY(row >= 0);
+    double minutes = 0;
+    whenDialogOpens([&](QDialog* d) {
+      minutes = d->findChild<QDoubleSpinBox*>("frictionMinutes")->value();
+      QTest::mouseClick(d->findChild<QPushButton*>("frictionOk"), Qt::LeftButton);
+    });
+    venuesPanel.teardownBox(row);
+    QCOMPARE(asked, QStringList({"Tear down", "Log friction"}));
+    QVERIFY2(std::abs(minutes - 10.0) < 0.2, qPrintable(QString::number(minutes)));  // the failed run's 10 minutes
+    QCOMPARE(lab.db().scalarText("SELECT origin FROM friction WHERE box_id = " + std::to_string(box)),
+             "box " + std::to_string(box) + " deleted with debug time");
   }
 
   void exportReportWritesIntoReportsAndOpensTheHtml() {
