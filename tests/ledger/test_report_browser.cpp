@@ -26,7 +26,6 @@ struct Page {
   QString dom;
   QImage shot;
   QStringList pageRequests;  // http(s)/ws requests the page itself made
-  int fileLoads = 0;         // file:// requests (the page itself)
 };
 
 }  // namespace
@@ -45,7 +44,7 @@ class TestReportBrowser : public QObject {
                                "--disable-default-apps", "--disable-extensions", "--user-data-dir=" + profile,
                                "--log-net-log=" + netlog, "--net-log-capture-mode=Default"};
     testing::CliOptions o;
-    o.timeoutMs = 180000;
+    o.timeoutMs = 120000;
     const auto dom = testing::runProgram(CHROMIUM, flags + QStringList{"--dump-dom", QUrl::fromLocalFile(html).toString()}, o);
     if (dom.code != 0) qWarning("chromium --dump-dom: %s", dom.err.right(2000).constData());
     page.dom = QString::fromUtf8(dom.out);
@@ -69,7 +68,6 @@ class TestReportBrowser : public QObject {
         if (ev.value("type").toInt() != startJob) continue;
         const auto params = ev.value("params").toObject();
         const QString url = params.value("url").toString();
-        if (url.startsWith("file:")) ++page.fileLoads;
         // Browser-internal requests (component updates, time) are made by no origin.
         if (params.value("initiator").toString() == "not an origin") continue;
         if (url.startsWith("http") || url.startsWith("ws")) page.pageRequests << url;
@@ -128,23 +126,29 @@ class TestReportBrowser : public QObject {
       }
     QVERIFY2(blue > 50, qPrintable(QString("chart blue pixels: %1").arg(blue)));
     QVERIFY2(inked > 2000, qPrintable(QString("inked pixels: %1").arg(inked)));
-    QVERIFY2(page.fileLoads >= 1, "the net log saw no page load: the check below would prove nothing");
     QVERIFY2(page.pageRequests.isEmpty(), qPrintable(page.pageRequests.join(", ")));
   }
 
   void aPageThatFetchesIsCaught() {
-    QTcpServer server;
-    QVERIFY(server.listen(QHostAddress::LocalHost, 0));
+    // The same check on a page that does fetch (from a closed loopback port: refused at
+    // once, but requested): without this, an empty list above could mean a blind net log.
+    int port = 0;
+    {
+      QTcpServer probe;
+      QVERIFY(probe.listen(QHostAddress::LocalHost, 0));
+      port = probe.serverPort();
+    }
     const QString html = tmp_.filePath("control.html");
     QFile f(html);
     QVERIFY(f.open(QIODevice::WriteOnly));
     f.write(QString("<!DOCTYPE html><html><body><p>control</p><img src=\"http://127.0.0.1:%1/x.png\"></body></html>")
-                .arg(server.serverPort())
+                .arg(port)
                 .toUtf8());
     f.close();
     const Page page = open(html);
+    QVERIFY2(page.dom.contains("control"), qPrintable(page.dom.left(300)));
     QVERIFY2(!page.pageRequests.isEmpty(), "the control page's fetch was not seen");
-    QVERIFY(page.pageRequests.first().startsWith("http://127.0.0.1:"));
+    QVERIFY(page.pageRequests.first().startsWith(QString("http://127.0.0.1:%1/").arg(port)));
   }
 };
 
