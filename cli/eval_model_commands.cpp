@@ -228,6 +228,12 @@ int evalJudge(const Args& args, Context& ctx) {
   const auto set = eval::loadEvalSet(args.required("--eval"));
   const std::string outputsPath = args.required("--outputs");
   const auto outputs = eval::loadOutputs(outputsPath);
+  // The judges' price per million tokens: their bill goes into the lab's ledger.
+  std::optional<double> pricePerMIn, pricePerMOut;
+  if (args.has("--usd-per-m-input")) pricePerMIn = args.number("--usd-per-m-input", 0, 0, 1e6);
+  if (args.has("--usd-per-m-output")) pricePerMOut = args.number("--usd-per-m-output", 0, 0, 1e6);
+  if ((pricePerMIn || pricePerMOut) && !args.has("--lab"))
+    throw UsageError("--usd-per-m-input/--usd-per-m-output book the judges' cost in --lab");
   auto spec = eval::loadGateSpec(args.required("--gate"));
   OpenAiChatClient client;
   // A judge's key: its environment variable, else the OS keyring entry of that name
@@ -259,10 +265,8 @@ int evalJudge(const Args& args, Context& ctx) {
   reportReach(tally, ctx.err);
   // The judges' bill, from their token counts at the configured price: other spend in the ledger.
   std::optional<double> usd;
-  if (args.has("--usd-per-m-input") || args.has("--usd-per-m-output")) {
-    if (!lab) throw UsageError("--usd-per-m-input/--usd-per-m-output book the judges' cost in --lab");
-    usd = (tally.promptTokens * args.number("--usd-per-m-input", 0, 0, 1e6) +
-           tally.completionTokens * args.number("--usd-per-m-output", 0, 0, 1e6)) / 1e6;
+  if (pricePerMIn || pricePerMOut) {
+    usd = (tally.promptTokens * pricePerMIn.value_or(0) + tally.completionTokens * pricePerMOut.value_or(0)) / 1e6;
     if (tally.promptTokens + tally.completionTokens > 0)
       ledger::requestAddOtherSpend(*lab, "api", *usd,
                                    "judge gate " + spec.name + ": " + std::to_string(tally.promptTokens) +

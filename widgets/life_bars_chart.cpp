@@ -45,10 +45,10 @@ void LifeBarsChart::setLives(const std::vector<ledger::LifeRow>& lives) {
   for (const auto& row : lives) {
     const QString box = QString::fromStdString(row.life.box);
     const auto when = QDateTime::fromSecsSinceEpoch(static_cast<qint64>(row.life.provisioned), Qt::UTC);
-    categories_ << QString("%1 #%2\n%3\n%4")
-                       .arg(box)
+    // One line (the axis shows no line breaks): date, life, ratio.
+    categories_ << QString("%1 %2 #%3 · %4")
+                       .arg(when.toString("MM-dd"), box)
                        .arg(++lifeNo[box])
-                       .arg(when.toString("MM-dd HH:mm"))
                        .arg(QString::fromStdString(ledger::formatRatio(row.ledger.ratio)));
     top = std::max(top, row.ledger.usd.billed);
   }
@@ -67,6 +67,7 @@ void LifeBarsChart::setLives(const std::vector<ledger::LifeRow>& lives) {
   y->setTitleText(tr("USD"));
   y->setRange(0, top > 0 ? top * 1.1 : 1.0);
   y->setLabelFormat("%.2f");
+  y->applyNiceNumbers();
   c->addAxis(x, Qt::AlignBottom);
   c->addAxis(y, Qt::AlignLeft);
   series->attachAxis(x);

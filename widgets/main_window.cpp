@@ -17,6 +17,7 @@
 #include <QPushButton>
 #include <QSettings>
 #include <QSplitter>
+#include <QScreen>
 #include <QStackedWidget>
 #include <QStatusBar>
 #include <QStyle>
@@ -345,7 +346,9 @@ void MainWindow::showError(const QString& title, const QString& text) {
 
 void MainWindow::restoreSettings() {
   QSettings s;
-  if (!restoreGeometry(s.value("ui/geometry").toByteArray())) resize(1180, 760);
+  // A first start fits the screen (a 1024×700 laptop or VNC screen must not cut panels off).
+  if (!restoreGeometry(s.value("ui/geometry").toByteArray()))
+    resize(screen() ? QSize(1180, 760).boundedTo(screen()->availableGeometry().size()) : QSize(1180, 760));
   restoreState(s.value("ui/state").toByteArray());
   const int panel = s.value("ui/panel", Training).toInt();
   if (panel >= 0 && panel < PanelCount) showPanel(static_cast<Panel>(panel));

@@ -50,7 +50,7 @@ class TestJourneyReadTheLedgerAndExportTheReport : public QObject {
     QVERIFY(bars);
     QVERIFY(waitUntil([&] { return bars->categories().size() == 4; }, "four lives under the bars"));
     QStringList ratios;
-    for (const auto& c : bars->categories()) ratios << c.section('\n', 2);
+    for (const auto& c : bars->categories()) ratios << c.section(" · ", 1);
     QCOMPARE(ratios, QStringList({"4:1", "34:1", "0.4:1", "2:1"}));
     auto* totals = waitFor<QLabel>(window.get(), "ledgerTotals");
     QVERIFY(totals->text().contains("GPU rental $21.18"));

@@ -6,6 +6,7 @@
 #include <QJsonObject>
 #include <QtTest>
 
+#include "tests/eval/standin_judge.h"
 #include "tests/support/cli_runner.h"
 
 namespace {
@@ -154,6 +155,38 @@ class TestLedgerCli : public QObject {
     QCOMPARE(entries[1].toObject().value("ecosystem_specific").toBool(), false);
     r = cli({"friction", "list", "--lab", lab});
     QVERIFY2(r.out.contains("2 entries; 0 specific to a venue's ecosystem"), r.out.constData());
+  }
+
+  void judgeTokensAreBookedAsApiSpend() {
+    // The judge gate books its token counts at the configured price: 2 questions × 1 judge,
+    // each reply 100 prompt + 20 completion tokens (the stand-in's usage).
+    StandinJudge judge;
+    const QString lab = newLab("judge");
+    const QString eval = write("eval.jsonl", R"({"id": "q1", "question": "How long?", "contexts": ["111 steps."]})"
+                                             "\n"
+                                             R"({"id": "q2", "question": "Which gate?", "contexts": ["The rebuilt one."]})"
+                                             "\n");
+    const QString outputs = write("outputs.jsonl", R"({"id": "q1", "model": "m", "output": "{\"answer\": \"a\"}"})"
+                                                   "\n"
+                                                   R"({"id": "q2", "model": "m", "output": "{\"answer\": \"b\"}"})"
+                                                   "\n");
+    const QString gate = write("gate.json", QByteArray::fromStdString(
+                                                nlohmann::json{{"name", "strict"},
+                                                               {"checks", {2, 3, 4}},
+                                                               {"rubric", "{{question}} {{contexts}} {{output}}"},
+                                                               {"judges", {{{"name", "one"}, {"url", judge.url()}, {"model", "accept"}}}}}
+                                                    .dump()));
+    auto r = cli({"eval", "judge", "--eval", eval, "--outputs", outputs, "--gate", gate, "--lab", lab, "--json",
+                  "--usd-per-m-input", "3", "--usd-per-m-output", "15"});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const auto out = QJsonDocument::fromJson(r.out).object();
+    QCOMPARE(out.value("prompt_tokens").toInt(), 200);
+    QCOMPARE(out.value("completion_tokens").toInt(), 40);
+    r = cli({"ledger", "--lab", lab, "--json"});
+    QCOMPARE(QJsonDocument::fromJson(r.out).object().value("totals").toObject().value("other_usd").toDouble(),
+             200 * 3e-6 + 40 * 15e-6);
+    QCOMPARE(cli({"eval", "judge", "--eval", eval, "--outputs", outputs, "--gate", gate, "--usd-per-m-input", "3"}).code,
+             2);  // a price books into a lab: without --lab it is a usage error
   }
 
   void reportUsage() {

@@ -101,7 +101,7 @@ class TestLedgerPanel : public QObject {
     QVERIFY(QTest::qWaitForWindowExposed(&panel));
     auto* chart = panel.findChild<widgets::LifeBarsChart*>("lifeBars");
     QCOMPARE(chart->categories().size(), 2);
-    QVERIFY(chart->categories()[0].startsWith("mi300x #1\n01-04 10:00\n2:1"));
+    QCOMPARE(chart->categories()[0], QString("01-04 mi300x #1 · 2:1"));
     QCOMPARE(chart->values("compute")[0], 1.0);
     QCOMPARE(chart->values("debug")[0], 1.5);
     QCOMPARE(chart->values("staging")[0], 0.5);
