@@ -106,18 +106,6 @@ std::optional<LifeLedger> bookEndedLife(store::LabStore& lab, std::int64_t boxId
   return result;
 }
 
-std::optional<LifeLedger> LifeRecorder::deleted(std::int64_t boxId, double at, const std::string& finalState) {
-  auto& db = lab_.db();
-  store::Transaction tx(db);
-  requireBox(db, boxId);
-  auto up = db.prepare("UPDATE boxes SET state = ?, deleted_at = ? WHERE id = ? AND deleted_at IS NULL");
-  up.bind(1, finalState).bind(2, isoUtc(at)).bind(3, boxId).run();
-  if (db.scalarInt("SELECT changes()") == 0) return std::nullopt;  // already ended: booked once
-  auto result = bookEndedLife(lab_, boxId, at, finalState);
-  tx.commit();
-  return result;
-}
-
 std::int64_t LifeRecorder::insertWork(std::int64_t boxId, WorkKind kind, const std::string& name, double at,
                                       const WorkLinks& links, LifeEvent event) {
   auto& db = lab_.db();

@@ -42,7 +42,7 @@ void writeLifeEvent(store::Database& db, std::int64_t boxId, LifeEvent event, do
                     const std::string& dataJson = {});
 
 // Books a life whose deleted_at the caller has just set, inside the caller's transaction
-// (VenueStore::endBox): work still running on the box ends with it (stopped, "box deleted";
+// (VenueStore::endBox, the one place a life ends): work still running on the box ends with it (stopped, "box deleted";
 // a server simply stops) and a life.deleted event records the derivation. Returns it.
 std::optional<LifeLedger> bookEndedLife(store::LabStore& lab, std::int64_t boxId, double at,
                                         const std::string& finalState);
@@ -59,10 +59,8 @@ class LifeRecorder {
   // The box row exists (VenueStore::addBox); these stamp its milestones.
   void provisioned(std::int64_t boxId, double at);
   void ready(std::int64_t boxId, double at);
-  // Ends the life at `at` with `finalState` ("deleted", "removed") and returns its ledger.
-  // A life is booked once: on a life already ended it changes nothing and returns nullopt.
-  // Work still running on the box ends with it (status stopped, reason "box deleted").
-  std::optional<LifeLedger> deleted(std::int64_t boxId, double at, const std::string& finalState = "deleted");
+  // A life ends in one place only: VenueStore::endBox (whoever ends it books it, once), which
+  // calls bookEndedLife inside its transaction; the recorder has no second way to end one.
 
   // A work item (train, bench, eval) starts; returns its id for workEnded.
   std::int64_t workStarted(std::int64_t boxId, WorkKind kind, const std::string& name, double at,

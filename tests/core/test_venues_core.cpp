@@ -221,7 +221,7 @@ class TestVenuesCore : public QObject {
     const auto first = sc.endBox(box->id, "deleted", t);
     const auto second = sa.endBox(box->id, "deleted", t + 60);
     QVERIFY(first.endedNow && !second.endedNow);
-    QCOMPARE(a.db().scalarInt("SELECT count(*) FROM ledger"), std::int64_t{1});
+    QCOMPARE(a.db().scalarInt("SELECT count(*) FROM events WHERE type = 'life.deleted'"), std::int64_t{1});
     QCOMPARE(second.usd, first.usd);
   }
 

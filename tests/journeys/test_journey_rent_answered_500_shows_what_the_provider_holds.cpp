@@ -61,8 +61,8 @@ class TestJourneyRentAnswered500 : public QObject {
     QVERIFY2(sure.wait(), qPrintable(sure.error()));
     QVERIFY(waitUntil([&] { return rowWith(boxes->model(), {vm}) < 0; }, "the box gone from the table"));
     QVERIFY(standin.vmNames().empty());
-    QCOMPARE(rowCount(lab.path(), "ledger",
-                      QString("category = 'compute' AND box_id = (SELECT id FROM boxes WHERE provider_vm = '%1')").arg(vm)),
+    QCOMPARE(rowCount(lab.path(), "events",  // booked once, by the ledger: one life.deleted event
+                      QString("type = 'life.deleted' AND box_id = (SELECT id FROM boxes WHERE provider_vm = '%1')").arg(vm)),
              qint64(1));
     window.reset();
     QCOMPARE(integrityCheck(lab.path()), QString("ok"));

@@ -166,10 +166,12 @@ class TestLedgerCli : public QObject {
                                              "\n"
                                              R"({"id": "q2", "question": "Which gate?", "contexts": ["The rebuilt one."]})"
                                              "\n");
-    const QString outputs = write("outputs.jsonl", R"({"id": "q1", "model": "m", "output": "{\"answer\": \"a\"}"})"
-                                                   "\n"
-                                                   R"({"id": "q2", "model": "m", "output": "{\"answer\": \"b\"}"})"
-                                                   "\n");
+    // Built with nlohmann (moc cannot read a raw string holding \" and would skip this file's class).
+    const auto output = [](const char* id, const char* answer) {
+      return nlohmann::json{{"id", id}, {"model", "m"}, {"output", nlohmann::json{{"answer", answer}}.dump()}}.dump() +
+             "\n";
+    };
+    const QString outputs = write("outputs.jsonl", QByteArray::fromStdString(output("q1", "a") + output("q2", "b")));
     const QString gate = write("gate.json", QByteArray::fromStdString(
                                                 nlohmann::json{{"name", "strict"},
                                                                {"checks", {2, 3, 4}},

@@ -199,14 +199,17 @@ class TestLedgerDerivation : public QObject {
     const auto meterBefore = venues.meter(*venues.activeBox("mi300x"), t0 + 40 * kMin);
     QCOMPARE(meterBefore.billedHours * 60, 40.0);
 
-    const auto booked = rec.deleted(box, t0 + 40 * kMin);
-    QVERIFY(booked);
-    QVERIFY(!rec.deleted(box, t0 + 50 * kMin));  // a life is booked once
+    // The life ends where every life ends (VenueStore::endBox), which books it through the ledger.
+    const auto end = venues.endBox(box, "deleted", t0 + 40 * kMin);
+    QVERIFY(end.endedNow);
+    QVERIFY(!venues.endBox(box, "deleted", t0 + 50 * kMin).endedNow);  // a life is booked once
+    const auto booked = readLedger(lab, t0 + 99 * kMin).lives.at(0).ledger;
+    QCOMPARE(end.usd, booked.usd.billed);  // the meter and the ledger agree
     QVERIFY(!rec.serveStopped(serve, t0 + 41 * kMin));  // closed with the life
-    QCOMPARE(booked->minutes.compute, 13.0);             // [20,30] + [32,35]
-    QCOMPARE(booked->minutes.debug, 10.0 + 5.0 + 4.0);   // failed + gap to the next + eval never finished
-    QCOMPARE(booked->minutes.staging, 5.0 + 2.0 + 1.0);  // [0,5] + [30,32] + [35,36]
-    QCOMPARE(booked->minutes.idle, 0.0);                 // the eval ran to the end
+    QCOMPARE(booked.minutes.compute, 13.0);             // [20,30] + [32,35]
+    QCOMPARE(booked.minutes.debug, 10.0 + 5.0 + 4.0);   // failed + gap to the next + eval never finished
+    QCOMPARE(booked.minutes.staging, 5.0 + 2.0 + 1.0);  // [0,5] + [30,32] + [35,36]
+    QCOMPARE(booked.minutes.idle, 0.0);                 // the eval ran to the end
     QCOMPARE(lab.db().scalarText("SELECT status || ':' || reason FROM box_work WHERE id = " + std::to_string(dangling)),
              std::string("stopped:box deleted"));
 
