@@ -258,13 +258,16 @@ class TestCliContract : public QObject {
            return QStringList{"bench", "--url", QString::fromStdString(bench.baseUrl()), "--model", "standin", "--concurrency",
                               "1", "--num-prompts", "2", "--output-len", "4", "--lab", lab_, "--json"};
          }}},
+        {"ledger", {[&] { return QStringList{"ledger", "--lab", lab_, "--json"}; }}},
+        {"friction list", {[&] { return QStringList{"friction", "list", "--lab", lab_, "--json"}; }}},
     };
     // The order matters where one command uses what another made (the lab, the VM).
     const std::vector<std::string> order = {"lab init",  "lab info",         "version",      "detokenize",  "generate",
                                             "model info", "eval check",      "eval judge",   "eval agreement",
                                             "venues offers", "venues provision", "venues state", "venues delete",
                                             "venues list", "venues ladder",  "venues timeline", "box list",
-                                            "remote train", "preflight",     "bench"};
+                                            "remote train", "preflight",     "bench",        "ledger",
+                                            "friction list"};
     QCOMPARE(order.size(), table.size());
     std::set<std::string> takesJson;
     for (const auto& c : cli::allCommands())

@@ -9,9 +9,10 @@
 // name commands that exist, and every command group must appear there.
 //
 // The docs' placeholders map onto that world: ~ is the scratch HOME; a model under
-// ~/models is a tiny Llama; official.sha256, r.json and train.json are written in the
-// working folder; /models/… and /runs/… on the box are folders under the scratch box
-// root; `make X` is checked with `make -n X` (it would build and test this very tree).
+// ~/models is a tiny Llama; official.sha256, r.json, train.json and lives.jsonl (the seed
+// lab's box lives) are written in the working folder; /models/… and /runs/… on the box are
+// folders under the scratch box root; `make X` is checked with `make -n X` (it would build
+// and test this very tree).
 #include <QDir>
 #include <QFile>
 #include <QJsonArray>
@@ -225,6 +226,11 @@ class TestDocsCommands : public QObject {
     }
     writeFile(work_ + "/official.sha256", sums);
     writeFile(work_ + "/r.json", "{\"model\": \"/models/llama-3.1-70b\", \"lora_rank\": 16, \"cutoff_len\": 512}");
+    {  // docs/ledger.md imports the seed lab's lives (JSON Lines, one life a line)
+      QFile lives(QStringLiteral(CROSSLAB_TESTS_DIR) + "/fixtures/seed_lab/lives.jsonl");
+      QVERIFY(lives.open(QIODevice::ReadOnly));
+      writeFile(work_ + "/lives.jsonl", lives.readAll());
+    }
     writeFile(work_ + "/train.json", "[{\"instruction\": \"q\", \"input\": \"\", \"output\": \"a\"}]");
     testing::writeTinyLora((boxRoot_ + "/runs/1/adapter").toStdString(), testing::TinyLlamaSpec{}, 4, 8, false, 1);
 
