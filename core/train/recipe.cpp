@@ -11,6 +11,8 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/tokenizer/utf8.h"
+
 namespace crosslab::train {
 namespace {
 
@@ -267,7 +269,7 @@ Recipe recipeFromJson(const std::string& text) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw std::runtime_error(std::string("recipe JSON: ") + e.what());
   }
   if (!j.is_object()) throw std::runtime_error("recipe JSON: expected an object");
@@ -325,6 +327,9 @@ std::string recipeToLlamaFactoryYaml(const Recipe& r) {
 }
 
 Recipe recipeFromLlamaFactoryYaml(const std::string& text) {
+  // yaml-cpp takes any bytes; the recipe's keys and values end up in JSON and on a box's disk.
+  if (const size_t ok = tokenizer::validUtf8Prefix(text); ok != text.size())
+    throw std::runtime_error("recipe YAML: not valid UTF-8 (byte " + std::to_string(ok) + ")");
   YAML::Node root;
   try {
     root = YAML::Load(text);
