@@ -122,7 +122,9 @@ bool isTrue(const json& v) { return v.is_boolean() && v.get<bool>(); }
 bool isBool(const json& v) { return v.is_boolean(); }
 bool isZero(const json& v) { return v.is_number() && v.get<double>() == 0.0; }
 bool isOne(const json& v) { return v.is_number() && v.get<double>() == 1.0; }
-bool isEmpty(const json& v) { return (v.is_object() || v.is_array() || v.is_string()) && v.empty(); }
+bool isEmpty(const json& v) {
+  return v.is_string() ? v.get_ref<const std::string&>().empty() : (v.is_object() || v.is_array()) && v.empty();
+}
 bool isString(const json& v) { return v.is_string(); }
 bool isNoneChoice(const json& v) { return v.is_string() && v.get<std::string>() == "none"; }
 bool isTextFormat(const json& v) { return v.is_object() && v.size() == 1 && v.value("type", "") == "text"; }
@@ -202,9 +204,8 @@ void rejectUnhonouredFields(const json& body, bool chat) {
     if (rule->use == Use::Honoured || value.is_null() || rule->neutral(value)) continue;
     if (rule->use == Use::Informational)
       throw ApiError::badRequest("'" + key + "' has the wrong type", key);
-    throw ApiError::badRequest("'" + key + "' is not supported by this server (accepted: " + rule->neutralText +
-                                   " or null)",
-                               key);
+    const std::string accepted = std::string(rule->neutralText) == "null" ? "null" : rule->neutralText + std::string(" or null");
+    throw ApiError::badRequest("'" + key + "' is not supported by this server (accepted: " + accepted + ")", key);
   }
 }
 
