@@ -45,13 +45,15 @@ for t in "${targets[@]}"; do
   echo "fuzz: $t (up to $runs executions or $seconds s) ..." >&2
   start=$(date +%s)
   # The first folder receives new inputs; the seeds in the source tree stay as they are.
+  seeds=()
+  [ -d "$src/fuzz/corpus/$t" ] && seeds=("$src/fuzz/corpus/$t")
   nice -n 19 "$exe" -runs="$runs" -max_total_time="$seconds" -timeout=25 -rss_limit_mb=2560 \
-    -print_final_stats=1 -artifact_prefix="$findings/" "$work" "$src/fuzz/corpus/$t" >"$log" 2>&1 || true
+    -print_final_stats=1 -artifact_prefix="$findings/" "$work" "${seeds[@]}" >"$log" 2>&1 || true
   elapsed=$(( $(date +%s) - start ))
   execs=$(awk '/stat::number_of_executed_units/ {print $2}' "$log" | tail -1)
   last=$(grep -E '^#[0-9]+' "$log" | tail -1 || true)
-  cov=$(grep -o 'cov: [0-9]*' <<<"$last" | awk '{print $2}')
-  ft=$(grep -o 'ft: [0-9]*' <<<"$last" | awk '{print $2}')
+  cov=$(grep -o 'cov: [0-9]*' <<<"$last" | awk '{print $2}' || true)
+  ft=$(grep -o 'ft: [0-9]*' <<<"$last" | awk '{print $2}' || true)
   corpus=$(find "$work" -type f | wc -l)
   found=$(find "$findings" -type f | wc -l)
   total_findings=$((total_findings + found))
