@@ -79,7 +79,7 @@ void DemoProgressView::setStageFinished(int stage) {
   auto* b = bars_[stage];
   if (b->maximum() <= 1 && b->value() == 0) b->setRange(0, 1);
   b->setValue(b->maximum());
-  b->setFormat(b->maximum() > 1 ? tr("done — %m") : tr("done"));
+  b->setFormat(stage == int(demo::DemoStage::Tokenizer) || b->maximum() <= 1 ? tr("done") : tr("%v / %m — done"));
 }
 
 void DemoProgressView::setLastLine(const QString& line) {

@@ -18,6 +18,7 @@ DemoRunner::DemoRunner(const QString& labPath, bool quick, QObject* parent)
     : QObject(parent), labPath_(labPath), quick_(quick) {}
 
 DemoRunner::~DemoRunner() {
+  if (process_) process_->disconnect(this);  // no finished() into a window that is being destroyed
   if (process_ && process_->state() != QProcess::NotRunning) {
     process_->kill();
     process_->waitForFinished(3000);

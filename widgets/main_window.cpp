@@ -2,6 +2,8 @@
 
 #include <build_info.h>
 
+#include <algorithm>
+
 #include <QAction>
 #include <QActionGroup>
 #include <QApplication>
@@ -15,6 +17,7 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPushButton>
+#include <QScreen>
 #include <QSettings>
 #include <QSplitter>
 #include <QStackedWidget>
@@ -368,7 +371,11 @@ void MainWindow::showError(const QString& title, const QString& text) {
 
 void MainWindow::restoreSettings() {
   QSettings s;
-  if (!restoreGeometry(s.value("ui/geometry").toByteArray())) resize(1180, 760);
+  if (!restoreGeometry(s.value("ui/geometry").toByteArray())) {
+    // First start: a comfortable size, never larger than the screen (1024×700 included).
+    const QSize room = screen() ? screen()->availableGeometry().size() : QSize(1180, 760);
+    resize(std::min(1180, room.width()), std::min(760, room.height()));
+  }
   restoreState(s.value("ui/state").toByteArray());
   const int panel = s.value("ui/panel", Training).toInt();
   if (panel >= 0 && panel < PanelCount) showPanel(static_cast<Panel>(panel));
