@@ -2,8 +2,6 @@
 
 #include <build_info.h>
 
-#include <algorithm>
-
 #include <QAction>
 #include <QActionGroup>
 #include <QApplication>
@@ -17,9 +15,9 @@
 #include <QMenuBar>
 #include <QMessageBox>
 #include <QPushButton>
-#include <QScreen>
 #include <QSettings>
 #include <QSplitter>
+#include <QScreen>
 #include <QStackedWidget>
 #include <QStatusBar>
 #include <QStyle>
@@ -371,11 +369,9 @@ void MainWindow::showError(const QString& title, const QString& text) {
 
 void MainWindow::restoreSettings() {
   QSettings s;
-  if (!restoreGeometry(s.value("ui/geometry").toByteArray())) {
-    // First start: a comfortable size, never larger than the screen (1024×700 included).
-    const QSize room = screen() ? screen()->availableGeometry().size() : QSize(1180, 760);
-    resize(std::min(1180, room.width()), std::min(760, room.height()));
-  }
+  // A first start fits the screen (a 1024×700 laptop or VNC screen must not cut panels off).
+  if (!restoreGeometry(s.value("ui/geometry").toByteArray()))
+    resize(screen() ? QSize(1180, 760).boundedTo(screen()->availableGeometry().size()) : QSize(1180, 760));
   restoreState(s.value("ui/state").toByteArray());
   const int panel = s.value("ui/panel", Training).toInt();
   if (panel >= 0 && panel < PanelCount) showPanel(static_cast<Panel>(panel));
