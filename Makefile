@@ -7,7 +7,7 @@ PRESET ?= default
 BUILD_DIR := $(if $(filter asan,$(PRESET)),build-asan,build)
 JOBS ?= $(shell nproc)
 
-.PHONY: deps configure build run test asan package screenshot screenshots clean
+.PHONY: deps configure build run test asan package screenshot screenshots fuzz fuzz-deps clean
 
 deps:
 	bash packaging/install-deps.sh
@@ -31,6 +31,15 @@ asan:
 package: build
 	cd $(BUILD_DIR) && cpack -G DEB
 
+# Every parser of outside input under libFuzzer (clang, ASan + UBSan; build dir build-fuzz):
+# each target to 1,000,000 executions or FUZZ_SECONDS (default 900) and a table. Long: run it
+# on an idle machine. `make fuzz FUZZ_TARGETS="sse_stream run_events"` runs some.
+fuzz-deps: deps
+	bash packaging/install-fuzz-deps.sh
+
+fuzz: fuzz-deps
+	bash fuzz/run_fuzz.sh $(FUZZ_TARGETS)
+
 # A screenshot of the real window under Xvfb: make screenshot SHOT=docs/screenshot.png
 SHOT ?= docs/screenshot.png
 screenshot: build
@@ -41,4 +50,4 @@ screenshots: build
 	bash packaging/screenshots.sh $(BUILD_DIR)
 
 clean:
-	rm -rf build build-asan
+	rm -rf build build-asan build-fuzz

@@ -39,8 +39,10 @@ set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)
 set(CPACK_DEBIAN_PACKAGE_SECTION science)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)  # dependencies from the linked libraries
 # Loaded at run time, so shlibdeps cannot see them: the xcb platform plugin and the SVG
-# image plugin (the window icon).
-set(CPACK_DEBIAN_PACKAGE_DEPENDS "qt6-qpa-plugins, libqt6svg6")
+# image plugin (the window icon). And the BLAS the engine's figures assume: libtorch links
+# libblas.so.3, which without OpenBLAS is Debian's reference BLAS, ~30x slower in fp32
+# (`crosslab-cli version` names the BLAS in use).
+set(CPACK_DEBIAN_PACKAGE_DEPENDS "qt6-qpa-plugins, libqt6svg6, libopenblas0-openmp")
 set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "openssh-client")
 set(CPACK_GENERATOR DEB)
 include(CPack)

@@ -11,6 +11,8 @@ packages=(
   libgl-dev fonts-dejavu-core
   # engine: libtorch with a fast BLAS (reference BLAS is ~30x slower)
   libtorch-dev libopenblas0-openmp libicu-dev
+  # Debian's reference BLAS, only so that a test can show the engine's report tells it apart
+  libblas3
   # engine tests: an independent PyTorch reference (tests/model/ref_llama.py) and node,
   # which runs the real Llama 3 tokenizer (npm @lenml/tokenizers) for conformance
   python3-torch python3-numpy nodejs

@@ -21,11 +21,13 @@
 #include <QStackedWidget>
 #include <QStatusBar>
 #include <QStyle>
+#include <QVBoxLayout>
 #include <spdlog/spdlog.h>
 
 #include "backends/lab_session.h"
 #include "widgets/benchmarks_panel.h"
 #include "core/store/lab_store.h"
+#include "widgets/demo_progress_view.h"
 #include "widgets/demo_runner.h"
 #include "widgets/empty_state_panel.h"
 #include "widgets/ledger_panel.h"
@@ -94,9 +96,16 @@ MainWindow::MainWindow(QWidget* parent)
   stack_ = new QStackedWidget(this);
   stack_->setObjectName("panels");
 
+  // The panels, with room above them for the first start's progress.
+  auto* right = new QWidget(this);
+  rightColumn_ = new QVBoxLayout(right);
+  rightColumn_->setContentsMargins(0, 0, 0, 0);
+  rightColumn_->setSpacing(0);
+  rightColumn_->addWidget(stack_, 1);
+
   auto* splitter = new QSplitter(this);
   splitter->addWidget(sidebar_);
-  splitter->addWidget(stack_);
+  splitter->addWidget(right);
   splitter->setStretchFactor(1, 1);
   splitter->setSizes({170, 900});
   setCentralWidget(splitter);
@@ -251,9 +260,27 @@ bool MainWindow::createLab(const QString& dir, const QString& name) {
 
 void MainWindow::buildDemoLab(const QString& dir, bool quick) {
   auto* runner = new DemoRunner(dir, quick, this);
-  connect(runner, &DemoRunner::finished, this, [this, runner, dir](bool ok, const QString& reason) {
+  auto* view = new DemoProgressView(this);
+  rightColumn_->insertWidget(0, view);
+  connect(view, &DemoProgressView::cancelRequested, runner, &DemoRunner::cancel);
+  connect(runner, &DemoRunner::outputLine, view, &DemoProgressView::setLastLine);
+  connect(runner, &DemoRunner::stageProgress, view, &DemoProgressView::setStageProgress);
+  connect(runner, &DemoRunner::stageFinished, view, &DemoProgressView::setStageFinished);
+  // The lab opens as soon as it exists, so every panel shows what the demo writes into it.
+  connect(runner, &DemoRunner::labCreated, this, [this, dir] { openLab(dir); });
+  connect(runner, &DemoRunner::phaseBegan, this, [this](const QString& phase) {
+    if (phase == "lora") showPanel(Training);  // the first LoRA run, live
+  });
+  connect(runner, &DemoRunner::stageProgress, this, [this](int stage, int, int) {
+    // Each trained step is in the store already: show it now rather than at the next poll.
+    if (stage == int(demo::DemoStage::Lora))
+      if (auto* training = qobject_cast<TrainingPanel*>(stack_->widget(Training))) training->poll();
+  });
+  connect(runner, &DemoRunner::finished, this, [this, runner, view, dir](bool ok, const QString& reason) {
     runner->deleteLater();
+    view->deleteLater();
     if (!ok) showError(tr("The demo lab is incomplete"), reason);
+    // Reopened (or created, when the demo never got that far): every panel reloads the finished lab.
     if (store::LabStore::isLab(dir.toStdString())) openLab(dir);
     else createLab(dir, "demo");
   });

@@ -11,6 +11,7 @@ class QMenu;
 class QLabel;
 class QDockWidget;
 class QActionGroup;
+class QVBoxLayout;
 
 #include "backends/lab_session.h"
 
@@ -31,8 +32,10 @@ class MainWindow : public QMainWindow {
   // the lab that was open. Returns whether the lab was opened.
   bool openLab(const QString& dir);
   bool createLab(const QString& dir, const QString& name);
-  // First start: build the demo lab with `crosslab-cli demo` behind a progress dialog, then
-  // open it (a failed or cancelled demo still opens whatever it made, and says why).
+  // First start: build the demo lab with `crosslab-cli demo`, its stages as determinate
+  // progress above the panels; the lab opens as soon as it exists and the Training panel
+  // follows the demo's LoRA run while it trains. A failed or cancelled demo still opens
+  // whatever it made, and says why.
   void buildDemoLab(const QString& dir, bool quick = false);
 
   // Asks the session's close guards whether the open lab may be closed now; with concerns,
@@ -70,6 +73,7 @@ class MainWindow : public QMainWindow {
   Theme* theme_;
   QListWidget* sidebar_;
   QStackedWidget* stack_;
+  QVBoxLayout* rightColumn_;  // [first start's progress] + the panels
   QMenu* recentMenu_ = nullptr;
   QLabel* labLabel_;
   QDockWidget* logDock_;

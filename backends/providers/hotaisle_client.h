@@ -11,35 +11,13 @@
 #include <QString>
 #include <atomic>
 #include <functional>
-#include <nlohmann/json.hpp>
 #include <string>
 #include <vector>
 
+#include "backends/providers/hotaisle_replies.h"
 #include "backends/providers/provider_request.h"
 
 namespace crosslab::providers {
-
-struct Offer {
-  std::string gpuModel;
-  int gpuCount = 0;
-  int vcpus = 0;
-  double ramGb = 0;   // decimal GB (bytes / 1e9)
-  double diskGb = 0;
-  double pricePerHour = 0;  // USD for the whole VM (OnDemandPrice is US cents)
-  int minMinutes = 0;       // MinimumReservationMinutes when the API says, else 0
-  int quantity = -1;        // VMs on the shelf, -1 when not reported
-  nlohmann::json specs;     // the offer's Specs, echoed back to provision it
-  double pricePerGpuHour() const { return gpuCount > 0 ? pricePerHour / gpuCount : pricePerHour; }
-  nlohmann::json toJson() const;
-};
-
-struct Vm {
-  std::string name;
-  std::string ipAddress;
-  std::string state;
-  std::string gpuModel;  // when the listing says (Specs.gpus)
-  int gpuCount = 0;
-};
 
 struct HotAisleOptions {
   QString baseUrl = QStringLiteral("https://admin.hotaisle.app/api");
@@ -75,9 +53,6 @@ class HotAisleClient {
   // True when deleted now, false when it was already gone (404). Sent with force=true
   // (as dstack's Hot Aisle backend does): the user asked for it inside the minimum too.
   bool remove(const std::string& vmName);
-
-  static Offer parseOffer(const nlohmann::json& j);
-  static Vm parseVm(const nlohmann::json& j);
 
  private:
   HttpReply request(const char* method, const QString& path, const std::string& body,

@@ -1,7 +1,10 @@
 #pragma once
 // Parses and validates the JSON body of POST /v1/completions and /v1/chat/completions
 // ("parse JSON at the edge, native types inside"). Every bad field is an ApiError 400
-// naming the field; nothing here touches the engine.
+// naming the field; nothing here touches the engine. No field is ignored: one the server
+// does not implement (logprobs, penalties, tools …) is accepted only at the value that asks
+// for nothing and refused with 400 "not supported" otherwise; an unknown field is a 400.
+// A body that is not UTF-8 is a 400 naming the field that holds the bad byte.
 
 #include <optional>
 #include <string>

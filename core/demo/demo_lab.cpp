@@ -4,13 +4,14 @@
 
 #include <algorithm>
 #include <chrono>
-#include <cstdio>
 #include <sstream>
 
 #include "core/demo/demo_model.h"
+#include "core/demo/demo_progress.h"
 #include "core/model/model_config.h"
 #include "core/store/lab_store.h"
 #include "core/tokenizer/bpe_trainer.h"
+#include "core/train/recipe.h"
 #include "core/util/sha256.h"
 
 namespace crosslab::demo {
@@ -20,21 +21,15 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-std::string fixed(double x, int digits) {
-  char buf[64];
-  std::snprintf(buf, sizeof buf, "%.*f", digits, x);
-  return buf;
-}
-
 // Runs one phase, records its time and says so on the progress stream.
 template <typename F>
 void phase(DemoLabReport& report, const DemoLabOptions& o, const std::string& name, F&& body) {
-  if (o.progress) o.progress("demo: " + name + " ...");
+  if (o.progress) o.progress(demoPhaseBeginLine(name));
   const auto t0 = Clock::now();
   body();
   const double s = std::chrono::duration<double>(Clock::now() - t0).count();
   report.phases.push_back({name, s});
-  if (o.progress) o.progress("demo: " + name + " done in " + fixed(s, 1) + " s");
+  if (o.progress) o.progress(demoPhaseEndLine(name, s));
 }
 
 store::LabStore openOrCreateLab(const fs::path& path, bool& created) {
@@ -56,8 +51,7 @@ DemoEvalResult evaluate(const fs::path& modelDir, const std::string& label, cons
   eo.maxTokens = plan.evalMaxTokens;
   eo.threads = o.threads;
   eo.onProgress = [&](int done, int total) {
-    if (o.progress && (done % 10 == 0 || done == total))
-      o.progress("demo: eval " + label + " " + std::to_string(done) + "/" + std::to_string(total));
+    if (o.progress) o.progress(demoEvalLine(label, done, total));
   };
   return evaluateDemoModel(modelDir, label, corpus.eval, eo);
 }
@@ -127,17 +121,22 @@ DemoLabReport runDemoLab(const fs::path& path, const DemoLabOptions& o) {
   phase(r, o, "pretrain", [&] {
     PretrainOptions po = plan.pretrain;
     po.threads = o.threads;  // the thread count is part of what makes the weights reproducible
-    const int every = std::max(1, po.steps / 10);
+    const int every = std::max(1, po.steps / 100);  // a determinate bar in the GUI, not a flood on a terminal
     po.onProgress = [&](const PretrainProgress& p) {
       if (o.progress && (p.step % every == 0 || p.step == p.totalSteps))
-        o.progress("demo: pretrain step " + std::to_string(p.step) + "/" + std::to_string(p.totalSteps) +
-                   " loss " + fixed(p.loss, 4) + " lr " + fixed(p.lr, 6));
+        o.progress(demoPretrainLine(p.step, p.totalSteps, p.loss, p.lr));
     };
     r.pretrain = pretrainDemoModel(r.baseModelDir, demoPretrainTexts(corpus), po);
   });
   if (o.trainLora) {
     LoraRequest req{path, r.baseModelDir, dataDir, path / "runs" / "demo-lora", "demo", plan.loraMaxSteps, o.seed, o.threads};
-    phase(r, o, "lora", [&] { o.trainLora(req); });
+    phase(r, o, "lora", [&] {
+      // The lab recipe on the demo's training set, as `train` will count it.
+      train::Recipe recipe = train::Recipe::labDefaults();
+      if (plan.loraMaxSteps) recipe.maxSteps = *plan.loraMaxSteps;
+      if (o.progress) o.progress(demoLoraSizeLine(int(recipe.totalSteps(r.trainExamples))));
+      o.trainLora(req);
+    });
     r.loraRunDir = req.runDir;
   }
   phase(r, o, "eval base", [&] {

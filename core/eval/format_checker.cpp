@@ -48,8 +48,9 @@ std::string parseError(const std::string& text) {
   try {
     const json doc = json::parse(text);
     if (!doc.is_discarded()) return "not valid JSON";
-  } catch (const json::parse_error& e) {
-    // e.id 101 at a position past the object means trailing text.
+  } catch (const json::exception& e) {
+    // e.id 101 at a position past the object means trailing text (a number too large for a
+    // double is out_of_range, also just not JSON we can read).
     std::string what = e.what();
     if (what.find("expected end of input") != std::string::npos) return "trailing text after the JSON";
     return "not valid JSON";

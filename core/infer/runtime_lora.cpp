@@ -8,6 +8,7 @@
 #include <map>
 #include <stdexcept>
 
+#include "core/model/adapter_config.h"
 #include "core/model/safetensors.h"
 
 namespace crosslab::infer {
@@ -46,7 +47,7 @@ const at::Tensor& weightOf(const model::LlamaLayerWeights& w, Proj p) {
 }  // namespace
 
 LoraAdapter loadLoraAdapter(const std::string& name, const std::filesystem::path& dir, const model::LlamaModel& m) {
-  const double scaling = model::loraAdapterScaling(dir);
+  const double scaling = model::loadAdapterConfig(dir).scaling();
   model::SafetensorsFile file(dir / "adapter_model.safetensors");
   auto& weights = const_cast<model::LlamaModel&>(m).weights();  // read only: shapes
   const auto get = [&](const std::string& key) -> at::Tensor {

@@ -9,6 +9,7 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/model/adapter_config.h"
 #include "core/model/cpu_matmul.h"
 #include "core/model/checkpoint_files.h"
 #include "core/model/mapped_file.h"
@@ -196,27 +197,8 @@ KvCache LlamaModel::makeCache(int64_t batch, int64_t capacity) const {
   return cache;
 }
 
-double loraAdapterScaling(const std::filesystem::path& dir) {
-  std::ifstream in(dir / "adapter_config.json");
-  if (!in) throw std::runtime_error((dir / "adapter_config.json").string() + ": cannot open");
-  nlohmann::json cfg;
-  try {
-    in >> cfg;
-  } catch (const std::exception&) {
-    throw std::runtime_error("adapter_config.json: not valid JSON");
-  }
-  if (!cfg.is_object() || !cfg.contains("r") || !cfg["r"].is_number_integer() || cfg["r"].get<int64_t>() <= 0 ||
-      !cfg.contains("lora_alpha") || !cfg["lora_alpha"].is_number())
-    throw std::runtime_error("adapter_config.json: needs integer 'r' > 0 and number 'lora_alpha'");
-  if (cfg.contains("peft_type") && cfg["peft_type"] != "LORA") throw std::runtime_error("adapter_config.json: peft_type is not LORA");
-  const auto flag = [&](const char* key) { return cfg.contains(key) && cfg[key].is_boolean() && cfg[key].get<bool>(); };
-  if (flag("use_dora")) throw std::runtime_error("adapter_config.json: DoRA adapters are not supported");
-  const double r = double(cfg["r"].get<int64_t>()), alpha = cfg["lora_alpha"].get<double>();
-  return flag("use_rslora") ? alpha / std::sqrt(r) : alpha / r;
-}
-
 void LlamaModel::mergeLoraAdapter(const std::filesystem::path& dir) {
-  const double scaling = loraAdapterScaling(dir);
+  const double scaling = loadAdapterConfig(dir).scaling();
 
   SafetensorsFile file(dir / "adapter_model.safetensors");
   const auto get = [&](const std::string& name) -> at::Tensor {

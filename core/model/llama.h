@@ -137,10 +137,6 @@ class LlamaModel {
   std::shared_ptr<const ProjectionDelta> delta_;
 };
 
-// adapter_config.json of a PEFT LoRA folder -> its scaling (lora_alpha / r, or
-// lora_alpha / sqrt(r) with use_rslora). Throws naming the file for anything else (DoRA, …).
-double loraAdapterScaling(const std::filesystem::path& adapterDir);
-
 // inv_freq of RoPE with the config's scaling (transformers' _compute_llama3_parameters), fp32.
 std::vector<float> ropeInverseFrequencies(const ModelConfig& config);
 

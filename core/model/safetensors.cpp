@@ -7,13 +7,15 @@
 #include <string_view>
 
 #include "core/tokenizer/utf8.h"
+#include "core/util/printable.h"
 
 namespace crosslab::model {
 namespace {
 
 using nlohmann::json;
 
-[[noreturn]] void fail(const std::string& what) { throw SafetensorsError(what); }
+// Tensor names and keys come from the file: one printable line whatever they hold.
+[[noreturn]] void fail(const std::string& what) { throw SafetensorsError(util::printable(what, 1000)); }
 
 uint64_t readU64le(const uint8_t* p) {
   uint64_t v = 0;

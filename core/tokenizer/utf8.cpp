@@ -34,15 +34,18 @@ size_t decodeOne(std::string_view text, size_t i, char32_t& cp) {
 
 }  // namespace
 
-bool isValidUtf8(std::string_view text) {
+size_t validUtf8Prefix(std::string_view text) {
   char32_t cp;
-  for (size_t i = 0; i < text.size();) {
+  size_t i = 0;
+  while (i < text.size()) {
     const size_t n = decodeOne(text, i, cp);
-    if (n == 0) return false;
+    if (n == 0) break;
     i += n;
   }
-  return true;
+  return i;
 }
+
+bool isValidUtf8(std::string_view text) { return validUtf8Prefix(text) == text.size(); }
 
 void decodeUtf8(std::string_view text, std::u32string& codepoints, std::vector<size_t>& offsets) {
   codepoints.clear();

@@ -10,6 +10,9 @@ namespace crosslab::tokenizer {
 
 bool isValidUtf8(std::string_view text);
 
+// Bytes of the longest prefix of `text` that is valid UTF-8 (text.size() when all of it is).
+size_t validUtf8Prefix(std::string_view text);
+
 // Code points of valid UTF-8 text, with the byte offset where each starts
 // (offsets.size() == codepoints.size() + 1; the last entry is text.size()).
 // Throws std::runtime_error on invalid UTF-8.

@@ -11,6 +11,9 @@
 #include <sstream>
 #include <stdexcept>
 
+#include "core/tokenizer/utf8.h"
+#include "core/util/printable.h"
+
 namespace crosslab::train {
 namespace {
 
@@ -263,11 +266,34 @@ std::string recipeToJson(const Recipe& r) {
   return j.dump(2) + "\n";
 }
 
-Recipe recipeFromJson(const std::string& text) {
+static Recipe recipeFromJsonText(const std::string& text);
+static Recipe recipeFromYamlText(const std::string& text);
+
+namespace {
+
+// Keys and values come from the file: the reason stays one printable line whatever they hold.
+template <typename F>
+Recipe readRecipe(F&& read) {
+  try {
+    return read();
+  } catch (const std::runtime_error& e) {
+    throw std::runtime_error(util::printable(e.what(), 1000));
+  }
+}
+
+}  // namespace
+
+Recipe recipeFromJson(const std::string& text) { return readRecipe([&] { return recipeFromJsonText(text); }); }
+
+Recipe recipeFromLlamaFactoryYaml(const std::string& text) {
+  return readRecipe([&] { return recipeFromYamlText(text); });
+}
+
+static Recipe recipeFromJsonText(const std::string& text) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {
     throw std::runtime_error(std::string("recipe JSON: ") + e.what());
   }
   if (!j.is_object()) throw std::runtime_error("recipe JSON: expected an object");
@@ -324,7 +350,10 @@ std::string recipeToLlamaFactoryYaml(const Recipe& r) {
   return std::string(out.c_str()) + "\n";
 }
 
-Recipe recipeFromLlamaFactoryYaml(const std::string& text) {
+static Recipe recipeFromYamlText(const std::string& text) {
+  // yaml-cpp takes any bytes; the recipe's keys and values end up in JSON and on a box's disk.
+  if (const size_t ok = tokenizer::validUtf8Prefix(text); ok != text.size())
+    throw std::runtime_error("recipe YAML: not valid UTF-8 (byte " + std::to_string(ok) + ")");
   YAML::Node root;
   try {
     root = YAML::Load(text);

@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/util/lab_files.h"
+#include "core/util/printable.h"
 
 namespace crosslab::train {
 namespace {
@@ -26,17 +27,16 @@ std::string readFile(const fs::path& p) {
 }
 
 // A JSON array of records, or JSON Lines (one record per non-empty line).
-std::vector<json> readRecords(const fs::path& p) {
-  const std::string text = readFile(p);
+std::vector<json> readRecords(const std::string& text, const std::string& source) {
   const auto first = text.find_first_not_of(" \t\r\n");
-  if (first == std::string::npos) throw std::runtime_error(p.string() + ": no records");
+  if (first == std::string::npos) throw std::runtime_error(source + ": no records");
   std::vector<json> out;
   if (text[first] == '[') {
     try {
       json arr = json::parse(text);
       for (auto& r : arr) out.push_back(std::move(r));
-    } catch (const json::parse_error& e) {
-      throw std::runtime_error(p.string() + ": " + e.what());
+    } catch (const json::exception& e) {
+      throw std::runtime_error(source + ": " + e.what());
     }
     return out;
   }
@@ -47,31 +47,22 @@ std::vector<json> readRecords(const fs::path& p) {
     if (line.find_first_not_of(" \t\r") == std::string::npos) continue;
     try {
       out.push_back(json::parse(line));
-    } catch (const json::parse_error& e) {
-      throw std::runtime_error(p.string() + " line " + std::to_string(lineNo) + ": " + e.what());
+    } catch (const json::exception& e) {
+      throw std::runtime_error(source + " line " + std::to_string(lineNo) + ": " + e.what());
     }
   }
   return out;
 }
 
-struct Columns {
-  // alpaca
-  std::string prompt = "instruction", query = "input", response = "output", history = "history";
-  // sharegpt
-  std::string messages = "conversations", roleTag = "from", contentTag = "value";
-  std::string userTag = "human", assistantTag = "gpt", systemTag = "system";
-  // both
-  std::string system = "system";
-};
 
 std::string textField(const json& rec, const std::string& key, const std::string& where) {
   if (!rec.contains(key) || rec[key].is_null()) return {};
-  if (!rec[key].is_string()) throw std::runtime_error(where + ": '" + key + "' is not text");
+  if (!rec[key].is_string()) throw std::runtime_error(where + ": '" + util::printable(key) + "' is not text");
   return rec[key].get<std::string>();
 }
 
 // LLaMA-Factory's convert_alpaca: history pairs first, then instruction + "\n" + input.
-Example fromAlpaca(const json& rec, const Columns& c, const std::string& where) {
+Example fromAlpaca(const json& rec, const DataColumns& c, const std::string& where) {
   if (!rec.is_object()) throw std::runtime_error(where + ": expected an object");
   Example ex;
   ex.system = textField(rec, c.system, where);
@@ -88,32 +79,40 @@ Example fromAlpaca(const json& rec, const Columns& c, const std::string& where) 
   if (!query.empty()) prompt = prompt.empty() ? query : prompt + "\n" + query;
   const std::string response = textField(rec, c.response, where);
   if (prompt.empty() || response.empty())
-    throw std::runtime_error(where + ": needs a non-empty '" + c.prompt + "' (or '" + c.query + "') and '" + c.response + "'");
+    throw std::runtime_error(where + ": needs a non-empty '" + util::printable(c.prompt) + "' (or '" + util::printable(c.query) +
+                             "') and '" + util::printable(c.response) + "'");
   ex.messages.push_back({"user", prompt});
   ex.messages.push_back({"assistant", response});
   return ex;
 }
 
-Example fromShareGpt(const json& rec, const Columns& c, const std::string& where) {
+Example fromShareGpt(const json& rec, const DataColumns& c, const std::string& where) {
   if (!rec.is_object() || !rec.contains(c.messages) || !rec[c.messages].is_array())
-    throw std::runtime_error(where + ": expected an object with a '" + c.messages + "' array");
+    throw std::runtime_error(where + ": expected an object with a '" + util::printable(c.messages) + "' array");
   Example ex;
   ex.system = textField(rec, c.system, where);
   size_t i = 0;
   const auto& msgs = rec[c.messages];
-  if (!msgs.empty() && msgs[0].value(c.roleTag, "") == c.systemTag) {
-    ex.system = msgs[0].value(c.contentTag, "");
+  for (size_t k = 0; k < msgs.size(); ++k)
+    if (!msgs[k].is_object()) throw std::runtime_error(where + ": message " + std::to_string(k) + " is not an object");
+  const auto tag = [](const json& m, const std::string& key) {
+    const auto it = m.find(key);
+    return it != m.end() && it->is_string() ? it->get<std::string>() : std::string();
+  };
+  if (!msgs.empty() && tag(msgs[0], c.roleTag) == c.systemTag) {
+    ex.system = tag(msgs[0], c.contentTag);
     i = 1;
   }
   for (; i < msgs.size(); ++i) {
     const auto& m = msgs[i];
-    const std::string role = m.value(c.roleTag, "");
+    const std::string role = tag(m, c.roleTag);
     const bool expectUser = ex.messages.size() % 2 == 0;
     const std::string want = expectUser ? c.userTag : c.assistantTag;
     if (role != want)
-      throw std::runtime_error(where + ": message " + std::to_string(i) + " is from '" + role + "', expected '" + want + "'");
+      throw std::runtime_error(where + ": message " + std::to_string(i) + " is from '" + util::printable(role) + "', expected '" +
+                               util::printable(want) + "'");
     if (!m.contains(c.contentTag) || !m[c.contentTag].is_string())
-      throw std::runtime_error(where + ": message " + std::to_string(i) + " has no text '" + c.contentTag + "'");
+      throw std::runtime_error(where + ": message " + std::to_string(i) + " has no text '" + util::printable(c.contentTag) + "'");
     ex.messages.push_back({expectUser ? "user" : "assistant", m[c.contentTag].get<std::string>()});
   }
   if (ex.messages.empty() || ex.messages.size() % 2 != 0)
@@ -121,39 +120,46 @@ Example fromShareGpt(const json& rec, const Columns& c, const std::string& where
   return ex;
 }
 
-std::vector<Example> convert(const std::vector<json>& records, const std::string& formatting, const Columns& c,
+std::vector<Example> convert(const std::vector<json>& records, const std::string& formatting, const DataColumns& c,
                              const std::string& file) {
   std::vector<Example> out;
   out.reserve(records.size());
   for (size_t i = 0; i < records.size(); ++i) {
-    const std::string where = file + " record " + std::to_string(i + 1);
+    const std::string where = util::printable(file, 400) + " record " + std::to_string(i + 1);
     std::string f = formatting;
     if (f == "auto") f = records[i].is_object() && records[i].contains(c.messages) ? "sharegpt" : "alpaca";
     if (f == "alpaca") out.push_back(fromAlpaca(records[i], c, where));
     else if (f == "sharegpt") out.push_back(fromShareGpt(records[i], c, where));
-    else throw std::runtime_error(file + ": formatting '" + f + "' is not supported (alpaca, sharegpt)");
+    else throw std::runtime_error(file + ": formatting '" + util::printable(f) + "' is not supported (alpaca, sharegpt)");
   }
   return out;
 }
 
-void readColumns(const json& info, Columns& c) {
-  if (info.contains("columns")) {
-    const auto& col = info["columns"];
-    c.prompt = col.value("prompt", c.prompt);
-    c.query = col.value("query", c.query);
-    c.response = col.value("response", c.response);
-    c.history = col.value("history", c.history);
-    c.messages = col.value("messages", c.messages);
-    c.system = col.value("system", c.system);
+// LLaMA-Factory's "columns" / "tags" objects: each value, when present, names a field.
+void readNames(const json& info, const char* group, std::initializer_list<std::pair<const char*, std::string*>> names,
+               const std::string& dataset) {
+  const auto it = info.find(group);
+  if (it == info.end() || it->is_null()) return;
+  if (!it->is_object())
+    throw std::runtime_error("dataset '" + util::printable(dataset) + "': '" + group + "' must be an object");
+  for (const auto& [key, target] : names) {
+    const auto v = it->find(key);
+    if (v == it->end() || v->is_null()) continue;
+    if (!v->is_string())
+      throw std::runtime_error("dataset '" + util::printable(dataset) + "': " + group + "." + key + " must be a name");
+    *target = v->get<std::string>();
   }
-  if (info.contains("tags")) {
-    const auto& t = info["tags"];
-    c.roleTag = t.value("role_tag", c.roleTag);
-    c.contentTag = t.value("content_tag", c.contentTag);
-    c.userTag = t.value("user_tag", c.userTag);
-    c.assistantTag = t.value("assistant_tag", c.assistantTag);
-    c.systemTag = t.value("system_tag", c.systemTag);
-  }
+}
+
+void readColumns(const json& info, DataColumns& c, const std::string& dataset) {
+  readNames(info, "columns",
+            {{"prompt", &c.prompt}, {"query", &c.query}, {"response", &c.response}, {"history", &c.history},
+             {"messages", &c.messages}, {"system", &c.system}},
+            dataset);
+  readNames(info, "tags",
+            {{"role_tag", &c.roleTag}, {"content_tag", &c.contentTag}, {"user_tag", &c.userTag},
+             {"assistant_tag", &c.assistantTag}, {"system_tag", &c.systemTag}},
+            dataset);
 }
 
 const char* kHeader(const std::string& role) {
@@ -168,31 +174,50 @@ std::int64_t EncodedExample::trainedTokens() const {
   return std::count_if(labels.begin(), labels.end(), [](std::int32_t l) { return l != kIgnoreIndex; });
 }
 
+std::vector<Example> parseDataRecords(const std::string& text, const std::string& formatting,
+                                     const DataColumns& columns, const std::string& source) {
+  return convert(readRecords(text, source), formatting, columns, source);
+}
+
 std::vector<Example> loadDataFile(const std::string& path, const std::string& formatting) {
-  return convert(readRecords(path), formatting, Columns{}, path);
+  return parseDataRecords(readFile(path), formatting, DataColumns{}, path);
+}
+
+DatasetEntry parseDatasetEntry(const std::string& infoText, const std::string& name, const std::string& source) {
+  json info;
+  try {
+    info = json::parse(infoText);
+  } catch (const json::exception& e) {
+    throw std::runtime_error(source + ": " + e.what());
+  }
+  if (!info.contains(name)) throw std::runtime_error("dataset '" + util::printable(name) + "' is not in " + source);
+  const json& entry = info[name];
+  const std::string quoted = "dataset '" + util::printable(name) + "'";
+  if (!entry.is_object()) throw std::runtime_error(quoted + " in " + source + " is not an object");
+  if (!entry.contains("file_name"))
+    throw std::runtime_error(quoted + " has no file_name (hub and script datasets are not supported)");
+  if (!entry["file_name"].is_string()) throw std::runtime_error(quoted + ": file_name must be a file name");
+  DatasetEntry d;
+  readColumns(entry, d.columns, name);
+  d.fileName = entry["file_name"].get<std::string>();
+  if (const auto f = entry.find("formatting"); f != entry.end() && !f->is_null()) {
+    if (!f->is_string()) throw std::runtime_error(quoted + ": formatting must be alpaca or sharegpt");
+    d.formatting = f->get<std::string>();
+  }
+  return d;
 }
 
 std::vector<Example> loadDatasets(const std::string& dataDir, const std::string& names) {
   const fs::path infoPath = fs::path(dataDir) / "dataset_info.json";
-  json info;
-  try {
-    info = json::parse(readFile(infoPath));
-  } catch (const json::parse_error& e) {
-    throw std::runtime_error(infoPath.string() + ": " + e.what());
-  }
+  const std::string infoText = readFile(infoPath);
   std::vector<Example> all;
   std::stringstream list(names);
   for (std::string name; std::getline(list, name, ',');) {
     name.erase(0, name.find_first_not_of(' '));
     name.erase(name.find_last_not_of(' ') + 1);
-    if (!info.contains(name)) throw std::runtime_error("dataset '" + name + "' is not in " + infoPath.string());
-    const json& entry = info[name];
-    if (!entry.contains("file_name"))
-      throw std::runtime_error("dataset '" + name + "' has no file_name (hub and script datasets are not supported)");
-    Columns c;
-    readColumns(entry, c);
-    const fs::path file = fs::path(dataDir) / entry["file_name"].get<std::string>();
-    auto part = convert(readRecords(file), entry.value("formatting", "alpaca"), c, file.string());
+    const DatasetEntry entry = parseDatasetEntry(infoText, name, infoPath.string());
+    const fs::path file = fs::path(dataDir) / entry.fileName;
+    auto part = parseDataRecords(readFile(file), entry.formatting, entry.columns, file.string());
     all.insert(all.end(), std::make_move_iterator(part.begin()), std::make_move_iterator(part.end()));
   }
   return all;

@@ -38,6 +38,34 @@ struct EncodedExample {
   std::int64_t trainedTokens() const;
 };
 
+// How a dataset's records name their fields (dataset_info.json "columns" and "tags").
+struct DataColumns {
+  // alpaca
+  std::string prompt = "instruction", query = "input", response = "output", history = "history";
+  // sharegpt
+  std::string messages = "conversations", roleTag = "from", contentTag = "value";
+  std::string userTag = "human", assistantTag = "gpt", systemTag = "system";
+  // both
+  std::string system = "system";
+};
+
+// One dataset of dataset_info.json: its file (relative to the data folder), formatting
+// ("alpaca" | "sharegpt") and columns.
+struct DatasetEntry {
+  std::string fileName;
+  std::string formatting = "alpaca";
+  DataColumns columns;
+};
+
+// The entry `name` of a dataset_info.json text; `source` labels errors. Throws
+// std::runtime_error naming the dataset and the problem.
+DatasetEntry parseDatasetEntry(const std::string& infoText, const std::string& name, const std::string& source);
+
+// Records (a JSON array, or JSON Lines) -> examples; formatting "alpaca" | "sharegpt" | "auto".
+// Throws std::runtime_error naming `source` and the record.
+std::vector<Example> parseDataRecords(const std::string& text, const std::string& formatting,
+                                     const DataColumns& columns, const std::string& source);
+
 // dataset_info.json in `dataDir`; `names` is comma-separated. Throws naming the dataset,
 // file and record on any problem.
 std::vector<Example> loadDatasets(const std::string& dataDir, const std::string& names);

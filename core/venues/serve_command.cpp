@@ -1,9 +1,9 @@
 #include "core/venues/serve_command.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <stdexcept>
+
+#include "core/model/adapter_config.h"
 
 namespace crosslab::venues {
 namespace {
@@ -35,10 +35,11 @@ int maxLoraRankFor(const std::vector<AdapterSpec>& adapters) {
 }
 
 int adapterRankFromConfig(const std::string& text) {
-  const auto j = nlohmann::json::parse(text, nullptr, false);
-  if (!j.is_object() || !j.contains("r") || !j.at("r").is_number_integer())
-    throw std::invalid_argument("adapter_config.json has no integer \"r\"");
-  return j.at("r").get<int>();
+  try {
+    return int(model::parseAdapterConfig(text).rank);
+  } catch (const std::runtime_error& e) {
+    throw std::invalid_argument(e.what());
+  }
 }
 
 std::vector<std::string> serveArgv(const ServeSpec& s) {

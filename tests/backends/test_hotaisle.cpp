@@ -8,6 +8,7 @@
 #include <atomic>
 #include <set>
 #include <chrono>
+#include <limits>
 #include <thread>
 
 #include "backends/providers/hotaisle_client.h"
@@ -133,6 +134,31 @@ class TestHotAisle : public QObject {
     QCOMPARE(offers[1].pricePerHour, 2.99);
     QCOMPARE(offers[1].minMinutes, 1);
     QCOMPARE(offers[1].quantity, 3);
+  }
+
+  // The replies' reader on its own (fuzz/fuzz_provider_replies.cpp drives it with any bytes).
+  void offersReplyNullMeansNothingOnTheShelf() {
+    // Hot Aisle answers a bare null when nothing is available: no offers, not an error.
+    QVERIFY(crosslab::providers::readOffers("null").empty());
+    QVERIFY(crosslab::providers::readOffers("[]").empty());
+    QVERIFY_THROWS_EXCEPTION(crosslab::providers::BadReply, crosslab::providers::readOffers("<html>502</html>"));
+    QVERIFY_THROWS_EXCEPTION(crosslab::providers::BadReply, crosslab::providers::readOffers("{}"));
+  }
+
+  void replyNumbersPastIntAreClamped() {
+    // Counts and minutes the provider sends as huge numbers: read as int's bounds, never
+    // a float cast out of range or a signed overflow (UBSan's findings on the old reader).
+    const auto offers = crosslab::providers::readOffers(
+        "[{\"OnDemandPrice\": 299, \"Quantity\": 1e300, \"MinimumReservationMinutes\": -1e300,"
+        " \"Specs\": {\"cpu_cores\": 0, \"cpus\": {\"cores\": 65536, \"count\": 65536},"
+        " \"gpus\": [{\"count\": 2147483647, \"model\": \"MI300X\"}, {\"count\": 2147483647}]}}]");
+    QCOMPARE(offers.size(), size_t{1});
+    QCOMPARE(offers[0].quantity, std::numeric_limits<int>::max());
+    QCOMPARE(offers[0].minMinutes, std::numeric_limits<int>::min());
+    QCOMPARE(offers[0].gpuCount, std::numeric_limits<int>::max());
+    QCOMPARE(offers[0].vcpus, std::numeric_limits<int>::max());
+    QCOMPARE(offers[0].pricePerHour, 2.99);
+    QVERIFY_THROWS_EXCEPTION(crosslab::providers::BadReply, crosslab::providers::readState("{\"state\": 3}"));
   }
 
   void retriesOn503And429ThenSucceeds() {

@@ -1,4 +1,6 @@
 // crosslab-cli as a user runs it: a real child process, its exit codes, stdout, stderr.
+#include <QFile>
+#include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonArray>
 #include <QJsonObject>
@@ -33,6 +35,34 @@ class TestCli : public QObject {
     QCOMPARE(pe.error, QJsonParseError::NoError);
     QVERIFY(doc.object().value("version").isString());
     QVERIFY(doc.object().value("schema_version").toInt() >= 1);
+  }
+
+  // The engine's own report of the BLAS that serves its fp32 matmul: OpenBLAS as installed,
+  // and Debian's reference BLAS (with a warning) when the dynamic linker is pointed at it.
+  void versionReportsTheEnginesBlas() {
+    auto r = cli({"version", "--json"});
+    QCOMPARE(r.code, 0);
+    auto engine = QJsonDocument::fromJson(r.out).object().value("engine").toObject();
+    QCOMPARE(engine.value("blas").toString(), QString("OpenBLAS"));
+    QVERIFY(engine.value("fast_blas").toBool());
+    QVERIFY(QFileInfo(engine.value("blas_library").toString()).isFile());
+    QVERIFY2(engine.value("blas_config").toString().startsWith("OpenBLAS"), r.out.constData());
+    QVERIFY(engine.value("threads").toInt() >= 1);
+    QVERIFY2(!r.err.contains("warning"), r.err.constData());
+
+    const QString reference = "/usr/lib/x86_64-linux-gnu/blas/libblas.so.3";  // libblas3 (install-deps)
+    QVERIFY2(QFileInfo(reference).isFile(), "Debian's reference BLAS is missing: run packaging/install-deps.sh");
+    QVERIFY(QFile::link(reference, tmp_.filePath("libblas.so.3")));
+    auto env = QProcessEnvironment::systemEnvironment();
+    env.insert("LD_LIBRARY_PATH", tmp_.path());
+    r = crosslab::testing::runCli({"version", "--json"}, env);
+    QCOMPARE(r.code, 0);
+    engine = QJsonDocument::fromJson(r.out).object().value("engine").toObject();
+    QCOMPARE(engine.value("blas").toString(), QString("reference BLAS"));
+    QVERIFY(!engine.value("fast_blas").toBool());
+    QCOMPARE(engine.value("blas_library").toString(), QFileInfo(reference).canonicalFilePath());
+    QVERIFY2(r.err.contains("warning: the engine's BLAS is reference BLAS") && r.err.contains("libopenblas0-openmp"),
+             r.err.constData());
   }
 
   void labInitThenInfoJson() {

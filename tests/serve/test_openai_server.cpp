@@ -209,6 +209,15 @@ class TestOpenAiServer : public QObject {
     checkError(post(c, "/v1/chat/completions", {{"messages", {{{"role", "wizard"}, {"content", "x"}}}}}), 400, "role");
     checkError(post(c, "/v1/completions", {{"model", "gpt-9"}, {"prompt", "x"}}), 404, "gpt-9");
     checkError(c.Get("/v1/nothing"), 404, "no route");
+    // Bytes that are not UTF-8: 400 naming the field (it was a 500 once), and the body is JSON.
+    const auto badUtf8 = c.Post("/v1/completions", std::string("{\"prompt\": \"caf\xC3\x28\"}"), "application/json");
+    checkError(badUtf8, 400, "not valid UTF-8");
+    QCOMPARE(json::parse(badUtf8->body)["error"]["param"].get<std::string>(), std::string("prompt"));
+    checkError(c.Post("/v1/completions", std::string("{\"prompt\": \"x\"\xFF"), "application/json"), 400, "UTF-8");
+    // A parameter the server cannot honour is refused, never answered as if it were absent.
+    checkError(post(c, "/v1/completions", {{"prompt", "x"}, {"logprobs", 3}}), 400, "not supported");
+    checkError(post(c, "/v1/chat/completions", {{"messages", {{{"role", "user"}, {"content", "x"}}}}, {"logprobs", true}}),
+               400, "not supported");
     // The server is still fine.
     auto ok = post(c, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 2}});
     QVERIFY(ok);

@@ -4,7 +4,6 @@
 #include <QLabel>
 #include <QMenu>
 #include <QMessageBox>
-#include <QProgressDialog>
 #include <QSettings>
 #include <QStackedWidget>
 #include <QTableView>
@@ -187,23 +186,6 @@ class TestMainWindow : public QObject {
     QSettings().setValue("ui/theme", "light");
     MainWindow light;
     QVERIFY(QApplication::palette().color(QPalette::Window).lightness() >= 128);
-  }
-
-  // First start fills the demo lab with the real `crosslab-cli demo --quick` behind a
-  // progress dialog, then opens it with its base and LoRA runs recorded.
-  void firstStartBuildsTheDemoLab() {
-    qputenv("CROSSLAB_CLI", CROSSLAB_CLI);
-    const QString dir = tmp_.filePath("first-start/demo");
-    MainWindow w;
-    w.show();
-    w.buildDemoLab(dir, true);
-    QTRY_VERIFY(w.findChild<QProgressDialog*>("demoProgress") && w.findChild<QProgressDialog*>("demoProgress")->isVisible());
-    QTRY_VERIFY_WITH_TIMEOUT(w.session()->isOpen() && w.session()->path() == QDir(dir).absolutePath(), 300000);
-    if (auto* box = w.findChild<QMessageBox*>("errorDialog")) QFAIL(qPrintable("the demo reported: " + box->text()));
-    QVERIFY(w.session()->count("runs") >= 1);
-    QCOMPARE(w.session()->count("samples"), 60);  // 30 eval answers from the base model, 30 from the LoRA
-    QVERIFY(w.logPanel()->toPlainText().contains("demo"));
-    qunsetenv("CROSSLAB_CLI");
   }
 
   void startupChoosesArgumentThenLastThenDemo() {
