@@ -37,7 +37,7 @@
 #include <thread>
 
 #include "core/infer/batch_scheduler.h"
-#include "core/model/cpu_matmul.h"
+#include "bench/bench_support.h"
 
 using namespace crosslab;
 using nlohmann::json;
@@ -95,45 +95,14 @@ double percentile(std::vector<double> v, double p) {
   return lo + 1 < v.size() ? v[lo] + (at - double(lo)) * (v[lo + 1] - v[lo]) : v[lo];
 }
 
-// GFLOP/s of a square GEMM through ATen (oneDNN for bf16, OpenBLAS for f32) and of our decode
-// kernels on a cache-resident matrix with 64 rows, every thread; the better is the peak.
-json computePeak(at::ScalarType dtype) {
-  const auto best = [](const std::function<void()>& f, double flops) {
-    double t = 1e9;
-    for (int r = 0; r < 5; ++r) {
-      const auto t0 = Clock::now();
-      f();
-      t = std::min(t, std::chrono::duration<double>(Clock::now() - t0).count());
-    }
-    return flops / t / 1e9;
-  };
-  const at::Tensor a = at::randn({1024, 1024}).to(dtype), b = at::randn({1024, 1024}).to(dtype);
-  const double aten = best([&] { at::mm(a, b); }, 2.0 * 1024 * 1024 * 1024);
-  const int64_t rows = 2048, k = 768, n = 64;
-  const at::Tensor w = at::randn({rows, k}).to(dtype), x = at::randn({n, k}).to(dtype);
-  at::Tensor y = at::empty({n, rows}, at::kFloat);
-  double ours = 0;
-  if (dtype == at::kBFloat16) {
-    const auto* wp = reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>());
-    const model::MatmulRows<uint16_t> xr(reinterpret_cast<const uint16_t*>(x.data_ptr<at::BFloat16>()), n, k);
-    ours = best([&] { at::parallel_for(0, rows, 256, [&](int64_t s, int64_t e) { model::matmulRows(wp + s * k, e - s, xr, y.data_ptr<float>() + s, rows); }); },
-                2.0 * double(rows * k * n));
-  } else {
-    const float* wp = w.data_ptr<float>();
-    const model::MatmulRows<float> xr(x.data_ptr<float>(), n, k);
-    ours = best([&] { at::parallel_for(0, rows, 256, [&](int64_t s, int64_t e) { model::matmulRows(wp + s * k, e - s, xr, y.data_ptr<float>() + s, rows); }); },
-                2.0 * double(rows * k * n));
-  }
-  return {{"peak", "compute"}, {"dtype", dtype == at::kBFloat16 ? "bf16" : "f32"}, {"threads", at::get_num_threads()},
-          {"aten_gemm_gflop_s", aten}, {"decode_kernel_gflop_s", ours}, {"peak_gflop_s", std::max(aten, ours)}};
-}
-
 struct Stream {
   std::vector<Clock::time_point> stamps;
   bool done = false;
 };
 
 json runLevel(infer::BatchScheduler& engine, const Options& o, int level, const std::string& adapter) {
+  const double projFlops = benchsupport::projectionFlopsPerToken(engine.config());
+  const double lmFlops = benchsupport::lmHeadFlopsPerToken(engine.config());
   std::mutex mu;
   std::condition_variable cv;
   std::vector<Stream> streams(static_cast<size_t>(level));
@@ -201,6 +170,13 @@ json runLevel(infer::BatchScheduler& engine, const Options& o, int level, const 
           {"fused_steps", after.fusedSteps - before.fusedSteps},
           {"op_by_op_steps", after.opByOpSteps - before.opByOpSteps},
           {"decode_paths", after.decodePaths},
+          // Decode steps' weight products: FLOPs (rows decoded x per-token FLOPs) over their time.
+          {"fused_matmul_gflop_s", after.fusedMatmulS > before.fusedMatmulS
+                                       ? double(total - streams.size()) * projFlops / (after.fusedMatmulS - before.fusedMatmulS) / 1e9
+                                       : 0.0},
+          {"lm_head_gflop_s", after.lmHeadS > before.lmHeadS
+                                  ? double(total - streams.size()) * lmFlops / (after.lmHeadS - before.lmHeadS) / 1e9
+                                  : 0.0},
           {"time_share",
            {{"prefill", share(after.prefillS - before.prefillS)},
             {"decode_forward", share(after.decodeS - before.decodeS)},
@@ -238,7 +214,7 @@ int main(int argc, char** argv) {
     }
     auto engine = infer::BatchScheduler::open(o.model, so);
     at::set_num_threads(o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency())));
-    if (o.peak) std::cout << computePeak(o.dtype == "bf16" ? at::kBFloat16 : at::kFloat).dump() << std::endl;
+    if (o.peak) std::cout << benchsupport::computePeak(o.dtype == "bf16" ? at::kBFloat16 : at::kFloat).dump() << std::endl;
     Options warm = o;
     warm.tokens = 4;
     runLevel(*engine, warm, 1, adapter);  // one-time setup out of the first level
