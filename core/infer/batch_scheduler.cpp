@@ -235,6 +235,7 @@ void BatchScheduler::Impl::admit() {
 // overwrites the padding's keys and values).
 void BatchScheduler::Impl::prefillStep() {
   const auto t0 = Clock::now();
+  const double sampledAndEmitted = local.sampleS + local.emitS;  // the first tokens' share is theirs, not prefill's
   const size_t B = staged.size();
   const int64_t stage = opt.maxBatch;
   size_t longest = 0;
@@ -282,7 +283,7 @@ void BatchScheduler::Impl::prefillStep() {
   }
   ++local.prefillSteps;
   local.maxPrefillBatchSeen = std::max(local.maxPrefillBatchSeen, int(B));
-  local.prefillS += secondsSince(t0);
+  local.prefillS += secondsSince(t0) - (local.sampleS + local.emitS - sampledAndEmitted);
 }
 
 // Samples the next token of seqs[i] for each i in `which` from logits row j ([d, 1, vocab]
