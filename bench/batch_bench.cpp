@@ -20,8 +20,8 @@
 //   time: prefill, decode forward, of it the fused step's matmul / LoRA / attention / rest,
 //   LM head, sampling, emitting tokens, idle) and the decode paths it chose.
 // The first line reports the machine's compute peak the program measures (bf16 or f32 GEMM
-// through ATen and through our kernels, all threads), so the decode matmuls' share of it can
-// be read from the time split.
+// through ATen and through our kernels, all threads); each level's "rates" give the decode
+// products' GFLOP/s and their share of it (bench_support.h: decodeRates).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
@@ -51,6 +51,7 @@ struct Options {
   std::vector<int32_t> prompt = {128000, 9906, 11, 1917, 0};
   int tokens = 128, threads = 0, maxBatch = 0, prefillChunk = 128;
   bool peak = true;
+  double peakGflops = 0;  // measured at start (--peak on)
 };
 
 Options parse(int argc, char** argv) {
@@ -101,8 +102,6 @@ struct Stream {
 };
 
 json runLevel(infer::BatchScheduler& engine, const Options& o, int level, const std::string& adapter) {
-  const double projFlops = benchsupport::projectionFlopsPerToken(engine.config());
-  const double lmFlops = benchsupport::lmHeadFlopsPerToken(engine.config());
   std::mutex mu;
   std::condition_variable cv;
   std::vector<Stream> streams(static_cast<size_t>(level));
@@ -170,13 +169,7 @@ json runLevel(infer::BatchScheduler& engine, const Options& o, int level, const 
           {"fused_steps", after.fusedSteps - before.fusedSteps},
           {"op_by_op_steps", after.opByOpSteps - before.opByOpSteps},
           {"decode_paths", after.decodePaths},
-          // Decode steps' weight products: FLOPs (rows decoded x per-token FLOPs) over their time.
-          {"fused_matmul_gflop_s", after.fusedMatmulS > before.fusedMatmulS
-                                       ? double(total - streams.size()) * projFlops / (after.fusedMatmulS - before.fusedMatmulS) / 1e9
-                                       : 0.0},
-          {"lm_head_gflop_s", after.lmHeadS > before.lmHeadS
-                                  ? double(total - streams.size()) * lmFlops / (after.lmHeadS - before.lmHeadS) / 1e9
-                                  : 0.0},
+          {"rates", benchsupport::decodeRates(before, after, double(total - streams.size()), engine.config(), o.peakGflops)},
           {"time_share",
            {{"prefill", share(after.prefillS - before.prefillS)},
             {"decode_forward", share(after.decodeS - before.decodeS)},
@@ -194,7 +187,7 @@ json runLevel(infer::BatchScheduler& engine, const Options& o, int level, const 
 
 int main(int argc, char** argv) {
   try {
-    const Options o = parse(argc, argv);
+    Options o = parse(argc, argv);
     infer::SchedulerOptions so;
     so.maxBatch = o.maxBatch > 0 ? o.maxBatch : *std::max_element(o.levels.begin(), o.levels.end());
     so.maxModelLen = int(o.prompt.size()) + o.tokens + 8;
@@ -214,7 +207,11 @@ int main(int argc, char** argv) {
     }
     auto engine = infer::BatchScheduler::open(o.model, so);
     at::set_num_threads(o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency())));
-    if (o.peak) std::cout << benchsupport::computePeak(o.dtype == "bf16" ? at::kBFloat16 : at::kFloat).dump() << std::endl;
+    if (o.peak) {
+      const json p = benchsupport::computePeak(o.dtype == "bf16" ? at::kBFloat16 : at::kFloat);
+      std::cout << p.dump() << std::endl;
+      o.peakGflops = p["peak_gflop_s"].get<double>();
+    }
     Options warm = o;
     warm.tokens = 4;
     runLevel(*engine, warm, 1, adapter);  // one-time setup out of the first level

@@ -5,6 +5,7 @@
 #include <ATen/Parallel.h>
 #include <dirent.h>
 #include <nlohmann/json.hpp>
+#include <time.h>
 #include <unistd.h>
 
 #include <chrono>
@@ -14,6 +15,7 @@
 #include <sstream>
 #include <string>
 
+#include "core/infer/batch_scheduler.h"
 #include "core/model/cpu_matmul.h"
 #include "core/model/model_config.h"
 
@@ -60,6 +62,32 @@ inline double projectionFlopsPerToken(const model::ModelConfig& c) {
   return 2.0 * double(c.numLayers) * (H * q * 2 + H * kv * 2 + H * I * 3);
 }
 inline double lmHeadFlopsPerToken(const model::ModelConfig& c) { return 2.0 * double(c.vocabSize) * double(c.hiddenSize); }
+
+// The decode steps' products between two scheduler snapshots, `decoded` rows through decode
+// steps: GFLOP/s of the projections over the whole decode forward (every path; includes
+// attention and norms, so a lower bound on the products' rate), of the fused steps' products
+// alone (their rows over their product time), and of the LM head; each also as a share of
+// the measured peak.
+inline nlohmann::json decodeRates(const infer::SchedulerStats& a, const infer::SchedulerStats& b, double decoded,
+                                  const model::ModelConfig& config, double peakGflops) {
+  const auto rate = [](double flops, double seconds) { return seconds > 0 ? flops / seconds / 1e9 : 0.0; };
+  const double perToken = projectionFlopsPerToken(config);
+  const double forward = rate(decoded * perToken, b.decodeS - a.decodeS);
+  const double fused = rate(double(b.fusedRows - a.fusedRows) * perToken, b.fusedMatmulS - a.fusedMatmulS);
+  const double lm = rate(decoded * lmHeadFlopsPerToken(config), b.lmHeadS - a.lmHeadS);
+  const auto share = [&](double g) { return peakGflops > 0 ? nlohmann::json(g / peakGflops) : nlohmann::json(nullptr); };
+  return {{"decode_forward_gflop_s", forward}, {"decode_forward_share_of_peak", share(forward)},
+          {"fused_matmul_gflop_s", fused},     {"fused_matmul_share_of_peak", share(fused)},
+          {"fused_rows", b.fusedRows - a.fusedRows},
+          {"lm_head_gflop_s", lm},             {"lm_head_share_of_peak", share(lm)}};
+}
+
+// CPU seconds of the calling thread (user + system).
+inline double threadCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + double(ts.tv_nsec) * 1e-9;
+}
 
 // CPU seconds (user + system) of this process's threads, summed by thread name.
 inline std::map<std::string, double> cpuByThreadName() {

@@ -12,7 +12,8 @@
 // (the engine thread and its OpenMP workers, the HTTP server's threads, the client's), the
 // engine thread's wall-time shares (prefill, the decode forward and inside it the fused step's
 // weight products / runtime LoRA / attention / rest, LM head, sampling, handing tokens to the
-// server), and the decode products' GFLOP/s as a share of the measured peak.
+// server), and the decode products' GFLOP/s as a share of the measured peak (bench_support.h:
+// decodeRates).
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
@@ -22,6 +23,7 @@
 #include <csignal>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
@@ -101,6 +103,8 @@ json runLevel(int port, const std::string& model, const Options& o, int streams,
   const int offset = int(std::min<int64_t>(1000, vocab / 4)), span = int(std::min<int64_t>(5000, vocab / 2));
   std::atomic<long> tokens{0};
   std::atomic<int> failed{0};
+  std::mutex cpuMu;
+  double clientCpu = 0;  // summed as each client thread ends (a finished thread leaves /proc/self/task)
   std::vector<std::thread> clients;
   const auto t0 = Clock::now();
   for (int s = 0; s < streams; ++s) {
@@ -114,31 +118,33 @@ json runLevel(int port, const std::string& model, const Options& o, int streams,
         const int n = streamOnce(c, model, prompt, o.tokens);
         n < 0 ? failed++ : tokens += n;
       }
+      const double cpu = benchsupport::threadCpuSeconds();
+      std::lock_guard<std::mutex> lk(cpuMu);
+      clientCpu += cpu;
     });
   }
   for (auto& t : clients) t.join();
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   return {{"concurrency", streams}, {"output_tokens", tokens.load()}, {"failed", failed.load()},
-          {"duration_s", secs}, {"output_tok_s", tokens.load() / secs}};
+          {"duration_s", secs}, {"output_tok_s", tokens.load() / secs}, {"client_cpu_s", clientCpu}};
 }
 
 // Where one level's time went (see the header).
 json timeSplit(const infer::SchedulerStats& a, const infer::SchedulerStats& b, const std::map<std::string, double>& cpu0,
-               const std::map<std::string, double>& cpu1, double wall, long tokens, int streams,
+               const std::map<std::string, double>& cpu1, double clientCpu, double wall, long tokens, int streams,
                const model::ModelConfig& config, double peakGflops) {
-  double engine = 0, client = 0, other = 0;
+  double engine = 0, other = 0;
   for (const auto& [name, seconds] : cpu1) {
+    if (name == "bench-client") continue;  // ended threads: counted by the clients themselves
     const auto it = cpu0.find(name);
     const double d = seconds - (it == cpu0.end() ? 0.0 : it->second);
-    (name == "crosslab-engine" ? engine : name == "bench-client" ? client : other) += d;
+    (name == "crosslab-engine" ? engine : other) += d;
   }
   const auto share = [&](double x, double y) { return wall > 0 ? (y - x) / wall : 0.0; };
   const double decoded = double(std::max<long>(0, tokens - streams));  // rows through decode steps
-  const double matmulS = b.fusedMatmulS - a.fusedMatmulS;
-  const double gflops = matmulS > 0 ? decoded * benchsupport::projectionFlopsPerToken(config) / matmulS / 1e9 : 0.0;
   const double busy = (b.prefillS - a.prefillS) + (b.decodeS - a.decodeS) + (b.lmHeadS - a.lmHeadS) + (b.sampleS - a.sampleS) +
                       (b.emitS - a.emitS);
-  return {{"cpu_s", {{"engine", engine}, {"http_server_and_main", other}, {"client", client}}},
+  return {{"cpu_s", {{"engine", engine}, {"http_server_and_main", other}, {"client", clientCpu}}},
           {"engine_thread_share_of_wall",
            {{"prefill", share(a.prefillS, b.prefillS)},
             {"decode_forward", share(a.decodeS, b.decodeS)},
@@ -150,8 +156,9 @@ json timeSplit(const infer::SchedulerStats& a, const infer::SchedulerStats& b, c
             {"sampling", share(a.sampleS, b.sampleS)},
             {"emit_to_server", share(a.emitS, b.emitS)},
             {"waiting", wall > 0 ? 1.0 - busy / wall : 0.0}}},
-          {"fused_matmul_gflop_s", gflops},
-          {"fused_matmul_share_of_peak", peakGflops > 0 ? gflops / peakGflops : 0.0},
+          {"rates", benchsupport::decodeRates(a, b, decoded, config, peakGflops)},
+          {"fused_steps", b.fusedSteps - a.fusedSteps},
+          {"op_by_op_steps", b.opByOpSteps - a.opByOpSteps},
           {"decode_paths", b.decodePaths}};
 }
 
@@ -186,7 +193,8 @@ std::map<int, double> runMode(const Options& o, bool merged, double peakGflops) 
     const infer::SchedulerStats before = engine->stats();
     const auto cpu0 = benchsupport::cpuByThreadName();
     json j = runLevel(port, "adapter", o, level, vocab);
-    j["time_split"] = timeSplit(before, engine->stats(), cpu0, benchsupport::cpuByThreadName(), j["duration_s"].get<double>(),
+    j["time_split"] = timeSplit(before, engine->stats(), cpu0, benchsupport::cpuByThreadName(), j["client_cpu_s"].get<double>(),
+                                j["duration_s"].get<double>(),
                                 j["output_tokens"].get<long>(), level * o.rounds, engine->config(), peakGflops);
     j["mode"] = merged ? "merged" : "runtime";
     j["max_batch_seen"] = engine->stats().maxBatchSeen;

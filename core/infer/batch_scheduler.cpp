@@ -334,6 +334,7 @@ void BatchScheduler::Impl::decodeStep() {
   local.decodeS += forward;
   local.lmHeadS += head;
   ++(path == DecodePath::Fused ? local.fusedSteps : local.opByOpSteps);
+  if (path == DecodePath::Fused) local.fusedRows += uint64_t(n);
   std::copy(view.lengths.begin(), view.lengths.end(), cache.lengths.begin());
   std::vector<size_t> all(static_cast<size_t>(n));
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
