@@ -16,7 +16,8 @@ GGUFs (to_gguf.py) once, then measures for threads 1 and 2:
   its defaults for speed, --exact for the greedy-ids comparison).
 Prints one JSON line per measurement, then a summary line with the ratios
 (crosslab best / llama.cpp best: f32 vs F32, bf16 vs F16; llama.cpp's best over its default
-and --exact settings) and whether the greedy ids match.
+and --exact settings), whether the greedy ids match, and each side's weights GB/s per decoded
+token next to the memory read bandwidth engine_bench measures (batch-1 decode's limit).
 """
 import argparse
 import json
@@ -92,6 +93,14 @@ def main():
         "ratio_f32": round(ours32["decode_tok_s"] / ll32["decode_tok_s"], 2),
         "crosslab_bf16_decode_tok_s": round(ours16["decode_tok_s"], 1), "llamacpp_f16_decode_tok_s": round(ll16["decode_tok_s"], 1),
         "ratio_bf16_vs_f16": round(ours16["decode_tok_s"] / ll16["decode_tok_s"], 2),
+        # Batch-1 decode reads every weight once per token: GB/s of weights at each side's rate,
+        # next to the memory read bandwidth engine_bench measured (same thread count).
+        "weights_gb_per_token_f32": round(ours32["weights_gb_per_token"], 3),
+        "crosslab_f32_weights_gb_s": round(ours32["weights_gb_s"], 1),
+        "llamacpp_f32_weights_gb_s": round(ours32["weights_gb_per_token"] * ll32["decode_tok_s"], 1),
+        "crosslab_bf16_weights_gb_s": round(ours16["weights_gb_s"], 1),
+        "llamacpp_f16_weights_gb_s": round(ours16["weights_gb_per_token"] * ll16["decode_tok_s"], 1),
+        "memory_read_gb_s": round(max(r["memory_read_gb_s"] for r in rows if r["engine"] == "crosslab"), 1),
         "best_load_f32": ours32.get("load"), "best_load_bf16": ours16.get("load"),
         **({"ratio_f32_load_map": round(best("crosslab", "f32", load="map")["decode_tok_s"] / ll32["decode_tok_s"], 2),
             "ratio_bf16_load_map": round(best("crosslab", "bf16", load="map")["decode_tok_s"] / ll16["decode_tok_s"], 2)}

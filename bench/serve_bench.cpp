@@ -5,8 +5,15 @@
 // (ignore_eos, fixed output length) and counts tokens from the usage chunk.
 //
 //   serve_bench --model DIR --lora DIR [--levels 1,8,32] [--tokens 64] [--rounds 2]
-//               [--prompt-len 32] [--dtype f32|bf16] [--max-batch 32]
-// Prints one JSON line per (mode, level) and a summary line with the ratios.
+//               [--prompt-len 32] [--dtype f32|bf16] [--max-batch 32] [--threads T] [--load map|copy]
+//               [--modes merged,runtime] [--peak on|off]
+// Prints the compute peak it measures, one JSON line per (mode, level) and a summary line with
+// the ratios. Each level's line says where the time went: the process's CPU seconds by thread
+// (the engine thread and its OpenMP workers, the HTTP server's threads, the client's), the
+// engine thread's wall-time shares (prefill, the decode forward and inside it the fused step's
+// weight products / runtime LoRA / attention / rest, LM head, sampling, handing tokens to the
+// server), and the decode products' GFLOP/s as a share of the measured peak (bench_support.h:
+// decodeRates).
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
@@ -16,10 +23,14 @@
 #include <csignal>
 #include <iostream>
 #include <map>
+#include <mutex>
 #include <sstream>
 #include <thread>
 
+#include <pthread.h>
+
 #include "backends/serve/openai_server.h"
+#include "bench/bench_support.h"
 #include "core/infer/batch_scheduler.h"
 
 using namespace crosslab;
@@ -29,9 +40,11 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 struct Options {
-  std::string model, lora, dtype = "f32";
+  std::string model, lora, dtype = "f32", load = "map";
   std::vector<int> levels = {1, 8, 32};
-  int tokens = 64, rounds = 2, promptLen = 32, maxBatch = 32;
+  std::vector<std::string> modes = {"merged", "runtime"};
+  int tokens = 64, rounds = 2, promptLen = 32, maxBatch = 32, threads = 0;
+  bool peak = true;
 };
 
 Options parse(int argc, char** argv) {
@@ -45,6 +58,14 @@ Options parse(int argc, char** argv) {
     else if (k == "--rounds") o.rounds = std::stoi(v);
     else if (k == "--prompt-len") o.promptLen = std::stoi(v);
     else if (k == "--max-batch") o.maxBatch = std::stoi(v);
+    else if (k == "--threads") o.threads = std::stoi(v);
+    else if (k == "--load") o.load = v;
+    else if (k == "--peak") o.peak = v != "off";
+    else if (k == "--modes") {
+      o.modes.clear();
+      std::stringstream ss(v);
+      for (std::string x; std::getline(ss, x, ',');) o.modes.push_back(x);
+    }
     else if (k == "--levels") {
       o.levels.clear();
       std::stringstream ss(v);
@@ -82,10 +103,13 @@ json runLevel(int port, const std::string& model, const Options& o, int streams,
   const int offset = int(std::min<int64_t>(1000, vocab / 4)), span = int(std::min<int64_t>(5000, vocab / 2));
   std::atomic<long> tokens{0};
   std::atomic<int> failed{0};
+  std::mutex cpuMu;
+  double clientCpu = 0;  // summed as each client thread ends (a finished thread leaves /proc/self/task)
   std::vector<std::thread> clients;
   const auto t0 = Clock::now();
   for (int s = 0; s < streams; ++s) {
     clients.emplace_back([&, s] {
+      pthread_setname_np(pthread_self(), "bench-client");
       httplib::Client c("127.0.0.1", port);
       c.set_read_timeout(600, 0);
       for (int r = 0; r < o.rounds; ++r) {
@@ -94,19 +118,57 @@ json runLevel(int port, const std::string& model, const Options& o, int streams,
         const int n = streamOnce(c, model, prompt, o.tokens);
         n < 0 ? failed++ : tokens += n;
       }
+      const double cpu = benchsupport::threadCpuSeconds();
+      std::lock_guard<std::mutex> lk(cpuMu);
+      clientCpu += cpu;
     });
   }
   for (auto& t : clients) t.join();
   const double secs = std::chrono::duration<double>(Clock::now() - t0).count();
   return {{"concurrency", streams}, {"output_tokens", tokens.load()}, {"failed", failed.load()},
-          {"duration_s", secs}, {"output_tok_s", tokens.load() / secs}};
+          {"duration_s", secs}, {"output_tok_s", tokens.load() / secs}, {"client_cpu_s", clientCpu}};
 }
 
-std::map<int, double> runMode(const Options& o, bool merged) {
+// Where one level's time went (see the header).
+json timeSplit(const infer::SchedulerStats& a, const infer::SchedulerStats& b, const std::map<std::string, double>& cpu0,
+               const std::map<std::string, double>& cpu1, double clientCpu, double wall, long tokens, int streams,
+               const model::ModelConfig& config, double peakGflops) {
+  double engine = 0, other = 0;
+  for (const auto& [name, seconds] : cpu1) {
+    if (name == "bench-client") continue;  // ended threads: counted by the clients themselves
+    const auto it = cpu0.find(name);
+    const double d = seconds - (it == cpu0.end() ? 0.0 : it->second);
+    (name == "crosslab-engine" ? engine : other) += d;
+  }
+  const auto share = [&](double x, double y) { return wall > 0 ? (y - x) / wall : 0.0; };
+  const double decoded = double(std::max<long>(0, tokens - streams));  // rows through decode steps
+  const double busy = (b.prefillS - a.prefillS) + (b.decodeS - a.decodeS) + (b.lmHeadS - a.lmHeadS) + (b.sampleS - a.sampleS) +
+                      (b.emitS - a.emitS);
+  return {{"cpu_s", {{"engine", engine}, {"http_server_and_main", other}, {"client", clientCpu}}},
+          {"engine_thread_share_of_wall",
+           {{"prefill", share(a.prefillS, b.prefillS)},
+            {"decode_forward", share(a.decodeS, b.decodeS)},
+            {"fused_matmul", share(a.fusedMatmulS, b.fusedMatmulS)},
+            {"fused_lora", share(a.fusedLoraS, b.fusedLoraS)},
+            {"fused_attention", share(a.fusedAttentionS, b.fusedAttentionS)},
+            {"fused_other", share(a.fusedOtherS, b.fusedOtherS)},
+            {"lm_head", share(a.lmHeadS, b.lmHeadS)},
+            {"sampling", share(a.sampleS, b.sampleS)},
+            {"emit_to_server", share(a.emitS, b.emitS)},
+            {"waiting", wall > 0 ? 1.0 - busy / wall : 0.0}}},
+          {"rates", benchsupport::decodeRates(a, b, decoded, config, peakGflops)},
+          {"fused_steps", b.fusedSteps - a.fusedSteps},
+          {"op_by_op_steps", b.opByOpSteps - a.opByOpSteps},
+          {"decode_paths", b.decodePaths}};
+}
+
+std::map<int, double> runMode(const Options& o, bool merged, double peakGflops) {
   infer::SchedulerOptions so;
   so.maxBatch = o.maxBatch;
   so.maxModelLen = o.promptLen + o.tokens + 8;
   so.dtype = o.dtype;
+  so.threads = o.threads;
+  so.copyWeights = o.load == "copy";
   serve::ServerOptions opt;
   opt.baseModelId = "base";
   opt.port = 0;
@@ -122,10 +184,18 @@ std::map<int, double> runMode(const Options& o, bool merged) {
   const int port = server.bind();
   std::thread serving([&] { server.run(); });
   const int64_t vocab = engine->config().vocabSize;
-  runLevel(port, "adapter", Options{o.model, o.lora, o.dtype, {}, 4, 1, o.promptLen, o.maxBatch}, 1, vocab);  // warm-up
+  Options warm = o;
+  warm.tokens = 4;
+  warm.rounds = 1;
+  runLevel(port, "adapter", warm, 1, vocab);  // warm-up
   std::map<int, double> rates;
   for (int level : o.levels) {
+    const infer::SchedulerStats before = engine->stats();
+    const auto cpu0 = benchsupport::cpuByThreadName();
     json j = runLevel(port, "adapter", o, level, vocab);
+    j["time_split"] = timeSplit(before, engine->stats(), cpu0, benchsupport::cpuByThreadName(), j["client_cpu_s"].get<double>(),
+                                j["duration_s"].get<double>(),
+                                j["output_tokens"].get<long>(), level * o.rounds, engine->config(), peakGflops);
     j["mode"] = merged ? "merged" : "runtime";
     j["max_batch_seen"] = engine->stats().maxBatchSeen;
     j["model"] = o.model;
@@ -145,14 +215,22 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   try {
     const Options o = parse(argc, argv);
-    const auto merged = runMode(o, true);
-    const auto runtime = runMode(o, false);
-    json summary = {{"model", o.model}, {"dtype", o.dtype}};
-    for (int level : o.levels) {
-      summary["gain_vs_1_merged"][std::to_string(level)] = merged.at(level) / merged.at(o.levels.front());
-      summary["gain_vs_1_runtime"][std::to_string(level)] = runtime.at(level) / runtime.at(o.levels.front());
-      summary["merged_over_runtime"][std::to_string(level)] = merged.at(level) / runtime.at(level);
+    double peak = 0;
+    if (o.peak) {
+      at::set_num_threads(o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency())));
+      const json p = benchsupport::computePeak(o.dtype == "bf16" ? at::kBFloat16 : at::kFloat);
+      std::cout << p.dump() << std::endl;
+      peak = p["peak_gflop_s"].get<double>();
     }
+    std::map<std::string, std::map<int, double>> rates;
+    for (const auto& mode : o.modes) rates[mode] = runMode(o, mode == "merged", peak);
+    json summary = {{"model", o.model}, {"dtype", o.dtype}};
+    for (int level : o.levels)
+      for (const auto& [mode, r] : rates) {
+        summary["gain_vs_1_" + mode][std::to_string(level)] = r.at(level) / r.at(o.levels.front());
+        if (rates.count("merged") && rates.count("runtime"))
+          summary["merged_over_runtime"][std::to_string(level)] = rates["merged"].at(level) / rates["runtime"].at(level);
+      }
     std::cout << summary.dump() << std::endl;
   } catch (const std::exception& e) {
     std::cerr << "serve_bench: " << e.what() << "\n";

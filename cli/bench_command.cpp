@@ -73,12 +73,13 @@ std::string shellQuote(const std::string& s) {
   return q + "'";
 }
 
-// The command as run: /proc/self/cmdline when this is crosslab-cli, else rebuilt.
+// The command as run: /proc/self/cmdline when this process is `crosslab-cli bench`, else rebuilt from the options.
 std::string exactCommand(const Args& args, const std::vector<cli::OptionSpec>& specs) {
   std::ifstream in("/proc/self/cmdline", std::ios::binary);
   std::vector<std::string> argv;
   for (std::string a; std::getline(in, a, '\0');) argv.push_back(a);
-  if (!argv.empty() && std::filesystem::path(argv[0]).filename() == "crosslab-cli") {
+  // This process is `crosslab-cli bench …` itself (not another command running bench in-process, as the demo does).
+  if (argv.size() > 1 && std::filesystem::path(argv[0]).filename() == "crosslab-cli" && argv[1] == "bench") {
     std::string cmd = "crosslab-cli";
     for (size_t i = 1; i < argv.size(); ++i) cmd += " " + shellQuote(argv[i]);
     return cmd;
@@ -185,7 +186,8 @@ class CliListener : public SweepListener {
     }
     out_ << "  c=" << l.context.maxConcurrency << "  completed " << l.completed << "  failed " << l.failed
          << "  output " << fixed(l.outputThroughput, 1) << " tok/s  per-stream " << fixed(l.perStreamTokS, 1)
-         << " tok/s  TTFT mean " << fixed(l.ttft.meanMs, 1) << " ms  TPOT p99 " << fixed(l.tpot.p99Ms, 2) << " ms"
+         << " tok/s  TTFT p50 " << fixed(l.ttft.medianMs, 1) << " p99 " << fixed(l.ttft.p99Ms, 1) << " ms  TPOT p50 "
+         << fixed(l.tpot.medianMs, 2) << " p99 " << fixed(l.tpot.p99Ms, 2) << " ms"
          << (l.usdPerMOutputTokens ? "  $" + fixed(*l.usdPerMOutputTokens, 3) + "/M" : "")
          << "  tokens from " << l.outputTokensSource << "\n";
     for (const auto& r : l.requests)

@@ -1,15 +1,19 @@
 // `crosslab-cli demo PATH [--quick] [--json]`: builds the demo lab (core/demo/demo_lab.h).
 // The first LoRA run goes through the registry's `train` command when this build has one,
-// so the demo needs no link-time dependency on the trainer.
+// so the demo needs no link-time dependency on the trainer; its benchmark serves the model
+// in this process (the real server on a loopback port) and sweeps it with `bench`.
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
 #include <memory>
 #include <stdexcept>
 #include <ostream>
+#include <thread>
 
+#include "backends/serve/openai_server.h"
 #include "cli/commands.h"
 #include "core/demo/demo_lab.h"
+#include "core/infer/batch_scheduler.h"
 
 namespace crosslab::cli {
 namespace {
@@ -29,6 +33,52 @@ std::function<void(const demo::LoraRequest&)> trainThroughRegistry(const std::ve
     if (q.maxSteps) argv.insert(argv.end(), {"--max-steps", std::to_string(*q.maxSteps)});
     const int rc = runCli(registry, argv, ctx.err, ctx.err);
     if (rc != 0) throw std::runtime_error("the LoRA run failed (train exited " + std::to_string(rc) + ")");
+  };
+}
+
+// For each of merged and runtime LoRA: the batch scheduler and the OpenAI-compatible server
+// on 127.0.0.1:<ephemeral>, swept by the registry's `bench` (recorded in the lab as any
+// `bench --lab` run is); its output goes to our stderr like train's.
+std::function<void(const demo::BenchmarkRequest&)> benchmarkThroughServer(const std::vector<Command>& registry, Context& ctx) {
+  return [&registry, &ctx](const demo::BenchmarkRequest& q) {
+    std::string levels;
+    for (int c : q.levels) levels += (levels.empty() ? "" : ",") + std::to_string(c);
+    for (const bool merged : {true, false}) {
+      infer::SchedulerOptions so;
+      so.maxBatch = *std::max_element(q.levels.begin(), q.levels.end());
+      so.threads = q.threads;
+      serve::ServerOptions opt;
+      opt.port = 0;
+      opt.baseModelId = q.modelDir.filename().string();
+      if (merged) {
+        so.mergeAdapter = q.adapterDir;
+        opt.mergedAdapter = q.adapterName;
+      } else {
+        so.loras = {{q.adapterName, q.adapterDir}};
+      }
+      auto engine = infer::BatchScheduler::open(q.modelDir, so);
+      serve::OpenAiServer server(*engine, opt);
+      const int port = server.bind();
+      std::thread serving([&server] { server.run(); });
+      const std::string label = q.adapterName + (merged ? " merged" : " runtime LoRA") + " · local crosslab-cli serve, f32, " +
+                                std::to_string(q.threads) + (q.threads == 1 ? " thread" : " threads");
+      const std::vector<std::string> argv = {"bench", "--url", "http://127.0.0.1:" + std::to_string(port), "--model", q.adapterName,
+                                             "--concurrency", levels, "--input-len", std::to_string(q.inputWords),
+                                             "--output-len", std::to_string(q.outputTokens), "--ignore-eos",
+                                             "--lab", q.lab.string(), "--label", label, "--seed", "17"};
+      int rc = 1;
+      try {
+        rc = runCli(registry, argv, ctx.err, ctx.err);
+      } catch (...) {
+        server.stop();
+        serving.join();
+        throw;
+      }
+      server.stop();
+      serving.join();
+      engine->stop();
+      if (rc != 0) throw std::runtime_error("the benchmark failed (bench exited " + std::to_string(rc) + ")");
+    }
   };
 }
 
@@ -81,6 +131,7 @@ int demoCommand(const std::vector<Command>& registry, const Args& args, Context&
     o.threads = n;
   }
   o.progress = [&ctx](const std::string& line) { ctx.err << line << std::endl; };
+  if (hasCommand(registry, "bench")) o.benchmark = benchmarkThroughServer(registry, ctx);
   if (hasCommand(registry, "train"))
     o.trainLora = trainThroughRegistry(registry, ctx);
   else

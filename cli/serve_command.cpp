@@ -71,6 +71,8 @@ int runServe(const cli::Args& args, cli::Context& ctx) {
   so.maxBatch = int(args.integer("--max-batch", 32, 1, 1024));
   so.maxModelLen = int(args.integer("--max-model-len", 0, 1, 1 << 20));
   so.prefillChunk = int(args.integer("--prefill-chunk", 128, 1, 1 << 16));
+  so.prefillBatch = int(args.integer("--prefill-batch", 4, 1, 1024));
+  so.decodePath = args.choice("--decode-path", {"auto", "fused", "op-by-op"}, "auto");
   so.threads = int(args.integer("--threads", 0, 0, 1024));
   so.dtype = args.value("--dtype").value_or("f32");
   if (so.dtype != "f32" && so.dtype != "bf16") throw cli::UsageError("--dtype must be bf16 or f32");
@@ -125,7 +127,9 @@ void addServeCommands(std::vector<cli::Command>& commands) {
                        {"--port", true, "port (default 8000; 0 = any free port)"},
                        {"--max-batch", true, "sequences decoded together (default 32)"},
                        {"--max-model-len", true, "prompt + completion tokens per request"},
-                       {"--prefill-chunk", true, "prompt tokens per prefill step (default 128)"},
+                       {"--prefill-chunk", true, "prompt tokens per prefill step, shared by the requests prefilled together (default 128)"},
+                       {"--prefill-batch", true, "new requests prefilled together in one forward (default 4)"},
+                       {"--decode-path", true, "auto (default: the faster of fused and op-by-op, measured per batch size), fused or op-by-op"},
                        {"--threads", true, "compute threads (default: every core)"},
                        {"--dtype", true, "bf16 or f32 (default f32)"},
                        {"--load", true, "map (default) or copy: weights from the file's memory map, or read into memory"},

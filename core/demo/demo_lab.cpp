@@ -152,6 +152,15 @@ DemoLabReport runDemoLab(const fs::path& path, const DemoLabOptions& o) {
       recordSamples(*lab, r.evalSha256, *r.lora);
     });
   }
+  if (r.loraRunDir && o.benchmark) {
+    BenchmarkRequest req{path, r.baseModelDir, *r.loraRunDir};
+    req.threads = o.threads;
+    if (o.quick) {
+      req.inputWords = 16;
+      req.outputTokens = 16;
+    }
+    phase(r, o, "benchmark", [&] { o.benchmark(req); });
+  }
   nlohmann::json phases = nlohmann::json::object();
   for (const auto& p : r.phases) phases[p.name] = p.seconds;
   lab->addEvent(std::nullopt, std::nullopt, "demo", "demo lab built",

@@ -26,6 +26,17 @@ struct LoraRequest {
   int threads = 1;  // the demo's thread count (train --threads)
 };
 
+// What the benchmark phase is asked to do: sweep the base model with the first LoRA run's
+// adapter, merged and applied at run time, through the real OpenAI-compatible server and the
+// benchmark client, into the lab's benchmarks (the Benchmarks panel's first rows).
+struct BenchmarkRequest {
+  std::filesystem::path lab, modelDir, adapterDir;
+  std::string adapterName = "demo-lora";
+  std::vector<int> levels = {1, 4, 16};
+  int inputWords = 32, outputTokens = 64;
+  int threads = 1;  // the demo's thread count
+};
+
 struct DemoLabOptions {
   bool quick = false;  // tests: smaller tokenizer, model, pretraining and eval
   uint64_t seed = 17;
@@ -38,6 +49,9 @@ struct DemoLabOptions {
   // Trains the adapter into request.runDir (PEFT layout) and returns normally, or throws.
   // Unset: the build has no trainer; the demo stops after the base model's eval.
   std::function<void(const LoraRequest&)> trainLora;
+  // Runs the sweep and records it in request.lab, or throws. Unset (a build without the
+  // server), or without a LoRA run: no benchmark phase.
+  std::function<void(const BenchmarkRequest&)> benchmark;
 };
 
 struct PhaseTime {

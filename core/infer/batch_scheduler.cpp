@@ -5,6 +5,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
+#include <pthread.h>
 
 #include <algorithm>
 #include <chrono>
@@ -61,6 +62,7 @@ struct BatchScheduler::Impl {
   // Rows 0..maxBatch-1: decode slots; rows maxBatch..maxBatch+prefillBatch-1: prefill staging.
   // Capacity maxLen + prefillChunk: a padded prefill chunk may run past a row's real end.
   model::KvCache cache;
+  std::map<std::pair<int64_t, int64_t>, model::KvCache> views;  // rows(): by (first row, count)
 
   mutable std::mutex mu;
   std::condition_variable cv;
@@ -79,6 +81,7 @@ struct BatchScheduler::Impl {
   std::vector<std::unique_ptr<Sequence>> staged;   // staged[i] holds KV row maxBatch + i
   std::vector<std::unique_ptr<Sequence>> running;  // running[i] holds KV row i
   DecodePathChooser chooser;
+  uint64_t pathsRevision = 0;  // of chooser, when local.decodePaths was written
   model::DecodeTimes fusedTimes;
   SchedulerStats local;  // the thread's counters and times, published under mu
   std::thread thread;
@@ -95,19 +98,23 @@ struct BatchScheduler::Impl {
   bool accept(Sequence& s, float* logits, size_t vocab);  // true = the sequence is done
   void finish(std::unique_ptr<Sequence> s, const std::string& reason);
   void setDelta(const std::vector<int>& rowAdapters);
-  model::KvCache rows(int64_t start, int64_t count);
+  model::KvCache& rows(int64_t start, int64_t count);
   void copyRow(int64_t from, int64_t to);
   void removeRow(std::vector<std::unique_ptr<Sequence>>& seqs, int64_t firstRow, size_t i);
   void failAll(const std::string& error);
   void publishCounts();  // stats from the containers and `local`; caller holds mu
 };
 
-model::KvCache BatchScheduler::Impl::rows(int64_t start, int64_t count) {
-  model::KvCache v;  // views: writes land in the shared cache
-  v.capacity = cache.capacity;
-  for (size_t l = 0; l < cache.keys.size(); ++l) {
-    v.keys.push_back(cache.keys[l].narrow(0, start, count));
-    v.values.push_back(cache.values[l].narrow(0, start, count));
+// Rows [start, start + count) of the cache as a cache of their own: views, so writes land in
+// the shared tensors. Kept per range (the tensors never move): a step only copies the lengths.
+model::KvCache& BatchScheduler::Impl::rows(int64_t start, int64_t count) {
+  model::KvCache& v = views[{start, count}];
+  if (v.keys.empty()) {
+    v.capacity = cache.capacity;
+    for (size_t l = 0; l < cache.keys.size(); ++l) {
+      v.keys.push_back(cache.keys[l].narrow(0, start, count));
+      v.values.push_back(cache.values[l].narrow(0, start, count));
+    }
   }
   v.lengths.assign(cache.lengths.begin() + start, cache.lengths.begin() + start + count);
   return v;
@@ -166,7 +173,11 @@ void BatchScheduler::Impl::publishCounts() {  // under mu
   stats.fusedLoraS = fusedTimes.lora;
   stats.fusedAttentionS = fusedTimes.attention;
   stats.fusedOtherS = fusedTimes.other;
-  stats.decodePaths = chooser.summary();
+  if (chooser.revision() != pathsRevision) {
+    pathsRevision = chooser.revision();
+    local.decodePaths = chooser.summary();
+  }
+  stats.decodePaths = local.decodePaths;
 }
 
 bool BatchScheduler::Impl::accept(Sequence& s, float* logits, size_t vocab) {
@@ -224,6 +235,7 @@ void BatchScheduler::Impl::admit() {
 // overwrites the padding's keys and values).
 void BatchScheduler::Impl::prefillStep() {
   const auto t0 = Clock::now();
+  const double sampledAndEmitted = local.sampleS + local.emitS;  // the first tokens' share is theirs, not prefill's
   const size_t B = staged.size();
   const int64_t stage = opt.maxBatch;
   size_t longest = 0;
@@ -238,7 +250,7 @@ void BatchScheduler::Impl::prefillStep() {
     for (size_t t = 0; t < take[b]; ++t) ids[b * T + t] = s.req.prompt[s.prefilled + t];
     rowAdapters[b] = s.adapter;
   }
-  model::KvCache view = rows(stage, int64_t(B));
+  model::KvCache& view = rows(stage, int64_t(B));
   setDelta(rowAdapters);
   const at::Tensor h = model.hidden(at::tensor(ids, at::kLong).view({int64_t(B), int64_t(T)}), &view);  // [B, T, H]
   std::vector<size_t> done;
@@ -271,7 +283,7 @@ void BatchScheduler::Impl::prefillStep() {
   }
   ++local.prefillSteps;
   local.maxPrefillBatchSeen = std::max(local.maxPrefillBatchSeen, int(B));
-  local.prefillS += secondsSince(t0);
+  local.prefillS += secondsSince(t0) - (local.sampleS + local.emitS - sampledAndEmitted);
 }
 
 // Samples the next token of seqs[i] for each i in `which` from logits row j ([d, 1, vocab]
@@ -306,7 +318,7 @@ void BatchScheduler::Impl::decodeStep() {
     ids[size_t(i)] = running[size_t(i)]->last;
     rowAdapters[size_t(i)] = running[size_t(i)]->adapter;
   }
-  model::KvCache view = rows(0, n);
+  model::KvCache& view = rows(0, n);
   setDelta(rowAdapters);
   const at::Tensor input = at::tensor(ids, at::kLong).view({n, 1});
   const bool measured = opt.decodePath == "auto" && model.fusedDecodeApplies(input, &view);
@@ -322,6 +334,7 @@ void BatchScheduler::Impl::decodeStep() {
   local.decodeS += forward;
   local.lmHeadS += head;
   ++(path == DecodePath::Fused ? local.fusedSteps : local.opByOpSteps);
+  if (path == DecodePath::Fused) local.fusedRows += uint64_t(n);
   std::copy(view.lengths.begin(), view.lengths.end(), cache.lengths.begin());
   std::vector<size_t> all(static_cast<size_t>(n));
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
@@ -403,6 +416,8 @@ void BatchScheduler::Impl::failAll(const std::string& error) {
 }
 
 void BatchScheduler::Impl::loop() {
+  // Named for profilers and benchmarks (per-thread CPU time); its OpenMP workers inherit it.
+  pthread_setname_np(pthread_self(), "crosslab-engine");
   c10::InferenceMode guard;
   at::set_num_threads(opt.threads > 0 ? opt.threads : int(std::max(1u, std::thread::hardware_concurrency())));
   try {

@@ -46,6 +46,7 @@ struct SchedulerStats {
   int kvSlots = 0;           // KV-cache decode rows (= maxBatch)
   int freeKvSlots = 0;       // rows no sequence holds (kvSlots - decoding sequences)
   uint64_t fusedSteps = 0, opByOpSteps = 0;  // decode steps by path
+  uint64_t fusedRows = 0;                     // rows decoded through fused steps
   uint64_t prefillSteps = 0;
   int maxPrefillBatchSeen = 0;
   std::string decodePaths;  // the measured choice per batch size, e.g. "1:fused 8:fused"

@@ -26,6 +26,7 @@ void DecodePathChooser::record(int rows, DecodePath path, double seconds) {
   if (s.tries[p] >= kTries) return;  // only the exploring steps count
   s.best[p] = s.tries[p] == 0 ? seconds : std::min(s.best[p], seconds);
   ++s.tries[p];
+  ++revision_;
 }
 
 std::string DecodePathChooser::summary() const {

@@ -26,6 +26,8 @@ class DecodePathChooser {
   void record(int rows, DecodePath path, double seconds);
   // The current choice per batch size, e.g. "1:fused 8:fused 32:op-by-op" (for logs).
   std::string summary() const;
+  // Changes whenever a choice may have changed (the summary is worth rebuilding).
+  uint64_t revision() const { return revision_; }
 
  private:
   struct Size {
@@ -34,6 +36,7 @@ class DecodePathChooser {
     uint64_t used = 0, recheckAt = kRecheck;
   };
   std::map<int, Size> sizes_;
+  uint64_t revision_ = 0;
 };
 
 }  // namespace crosslab::infer

@@ -1,18 +1,27 @@
 #include "core/model/cpu_matmul.h"
 
+// GCC 12 reports -W(maybe-)uninitialized inside immintrin.h's AVX-512 intrinsics that pass
+// _mm512_undefined_*() through (a false positive). GCC judges by the location of the warning,
+// here the header's lines, so the header alone is read with those two silenced.
+#pragma GCC diagnostic push
+#pragma GCC diagnostic ignored "-Wuninitialized"
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
 #include <immintrin.h>
+#pragma GCC diagnostic pop
 
 #include <algorithm>
+#include <cmath>
 #include <cstring>
+#include <type_traits>
 
 namespace crosslab::model {
 namespace {
 
-// Packed X (n >= 8): chunks of up to kChunk rows, each padded to a multiple of 16 rows (zeros).
+// Packed X (n >= 16): chunks of up to kChunk rows, each padded to a multiple of 16 rows (zeros).
 //   f32:  element (i, b) of a chunk at  i * npad + b
 //   bf16: element (i, b) of a chunk at  ((i / 2) * npad + b) * 2 + i % 2   (dpbf16 takes pairs along k)
 constexpr int64_t kChunk = 64;
-constexpr int64_t kPackFrom = 8;
+constexpr int64_t kPackFrom = 16;
 
 int64_t pad16(int64_t m) { return (m + 15) / 16 * 16; }
 int64_t pairs(int64_t k) { return (k + 1) / 2; }
@@ -27,6 +36,17 @@ CROSSLAB_F32_TARGET inline float sum16(__m512 v) {
   float s = 0;
   for (float x : t) s += x;
   return s;
+}
+
+// The horizontal sums of four vectors, [Σa, Σb, Σc, Σd], in about a dozen instructions.
+CROSSLAB_F32_TARGET inline __m128 sum16x4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __mmask16 all = 0xFFFF;
+  const __m512 ab = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(all, a, b, 0x44), _mm512_maskz_shuffle_f32x4(all, a, b, 0xEE));
+  const __m512 cd = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(all, c, d, 0x44), _mm512_maskz_shuffle_f32x4(all, c, d, 0xEE));
+  const __m512 s = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(all, ab, cd, 0x88), _mm512_maskz_shuffle_f32x4(all, ab, cd, 0xDD));
+  const __m128 q0 = _mm512_castps512_ps128(s), q1 = _mm512_maskz_extractf32x4_ps(0xF, s, 1);
+  const __m128 q2 = _mm512_maskz_extractf32x4_ps(0xF, s, 2), q3 = _mm512_maskz_extractf32x4_ps(0xF, s, 3);
+  return _mm_hadd_ps(_mm_hadd_ps(q0, q1), _mm_hadd_ps(q2, q3));
 }
 
 // Writes the 16 lanes of `acc` (16 X rows, one W row) into Y's column, rows past `valid` dropped.
@@ -62,49 +82,58 @@ CROSSLAB_BF16_TARGET void bf16Gemv(const uint16_t* w, int64_t rows, int64_t k, c
   }
 }
 
-// 2 <= n < 8: each W row against NX (<= 4) X rows, two accumulators per X row along k.
-template <int NX>
-CROSSLAB_BF16_TARGET void bf16RowTile(const uint16_t* w, int64_t rows, int64_t k, const uint16_t* x, float* y,
-                                      int64_t ldy) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const uint16_t* row = w + r * k;
-    __m512 a[NX], b[NX];
+// 2 <= n < 16: tiles of NW (4, or 1 for the last rows) W rows x NX (<= 4) X rows, every
+// product vectorised along k (all lanes used), four W rows' sums reduced together.
+template <int NW, int NX>
+CROSSLAB_BF16_TARGET void bf16Tile(const uint16_t* w, int64_t k, const uint16_t* x, float* y, int64_t ldy) {
+  __m512 acc[NW][NX];
 #pragma GCC unroll 4
-    for (int j = 0; j < NX; ++j) a[j] = b[j] = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + 64 <= k; i += 64) {
-      const __m512bh w0 = load32(row + i, 32), w1 = load32(row + i + 32, 32);
+  for (int r = 0; r < NW; ++r)
 #pragma GCC unroll 4
-      for (int j = 0; j < NX; ++j) {
-        a[j] = _mm512_dpbf16_ps(a[j], w0, load32(x + j * k + i, 32));
-        b[j] = _mm512_dpbf16_ps(b[j], w1, load32(x + j * k + i + 32, 32));
-      }
+    for (int j = 0; j < NX; ++j) acc[r][j] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < k; i += 32) {
+    __m512bh xv[NX];
+#pragma GCC unroll 4
+    for (int j = 0; j < NX; ++j) xv[j] = load32(x + j * k + i, k - i);
+#pragma GCC unroll 4
+    for (int r = 0; r < NW; ++r) {
+      const __m512bh wv = load32(w + r * k + i, k - i);
+#pragma GCC unroll 4
+      for (int j = 0; j < NX; ++j) acc[r][j] = _mm512_dpbf16_ps(acc[r][j], wv, xv[j]);
     }
-    for (; i < k; i += 32) {
-      const __m512bh w0 = load32(row + i, k - i);
+  }
 #pragma GCC unroll 4
-      for (int j = 0; j < NX; ++j) a[j] = _mm512_dpbf16_ps(a[j], w0, load32(x + j * k + i, k - i));
-    }
-#pragma GCC unroll 4
-    for (int j = 0; j < NX; ++j) y[j * ldy + r] = sum16(_mm512_add_ps(a[j], b[j]));
+  for (int j = 0; j < NX; ++j) {
+    if constexpr (NW == 4)
+      _mm_storeu_ps(y + j * ldy, sum16x4(acc[0][j], acc[1][j], acc[2][j], acc[3][j]));
+    else
+      y[j * ldy] = sum16(acc[0][j]);
   }
 }
 
-CROSSLAB_BF16_TARGET void bf16RowTiles(const uint16_t* w, int64_t rows, int64_t k, const uint16_t* x, int64_t n,
-                                       float* y, int64_t ldy) {
+template <int NX>
+CROSSLAB_BF16_TARGET void bf16TileRows(const uint16_t* w, int64_t rows, int64_t k, const uint16_t* x, float* y,
+                                       int64_t ldy) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) bf16Tile<4, NX>(w + r * k, k, x, y + r, ldy);
+  for (; r < rows; ++r) bf16Tile<1, NX>(w + r * k, k, x, y + r, ldy);
+}
+
+CROSSLAB_BF16_TARGET void bf16Tiles(const uint16_t* w, int64_t rows, int64_t k, const uint16_t* x, int64_t n, float* y,
+                                    int64_t ldy) {
   for (int64_t j = 0; j < n; j += 4) {
     const uint16_t* xj = x + j * k;
     float* yj = y + j * ldy;
     switch (std::min<int64_t>(4, n - j)) {
-      case 4: bf16RowTile<4>(w, rows, k, xj, yj, ldy); break;
-      case 3: bf16RowTile<3>(w, rows, k, xj, yj, ldy); break;
-      case 2: bf16RowTile<2>(w, rows, k, xj, yj, ldy); break;
-      default: bf16RowTile<1>(w, rows, k, xj, yj, ldy); break;
+      case 4: bf16TileRows<4>(w, rows, k, xj, yj, ldy); break;
+      case 3: bf16TileRows<3>(w, rows, k, xj, yj, ldy); break;
+      case 2: bf16TileRows<2>(w, rows, k, xj, yj, ldy); break;
+      default: bf16TileRows<1>(w, rows, k, xj, yj, ldy); break;
     }
   }
 }
 
-// n >= 8, one chunk of m <= 64 X rows packed (NV = npad / 16 vectors per k pair): NW W rows
+// n >= 16, one chunk of m <= 64 X rows packed (NV = npad / 16 vectors per k pair): NW W rows
 // at a time, each pair of W values broadcast against the NV vectors.
 template <int NW, int NV>
 CROSSLAB_BF16_TARGET void bf16PackedTile(const uint16_t* w, int64_t k, const uint16_t* xp, int64_t m, float* y,
@@ -191,42 +220,50 @@ CROSSLAB_F32_TARGET void f32Gemv(const float* w, int64_t rows, int64_t k, const 
   }
 }
 
-template <int NX>
-CROSSLAB_F32_TARGET void f32RowTile(const float* w, int64_t rows, int64_t k, const float* x, float* y, int64_t ldy) {
-  for (int64_t r = 0; r < rows; ++r) {
-    const float* row = w + r * k;
-    __m512 a[NX], b[NX];
+template <int NW, int NX>
+CROSSLAB_F32_TARGET void f32Tile(const float* w, int64_t k, const float* x, float* y, int64_t ldy) {
+  __m512 acc[NW][NX];
 #pragma GCC unroll 4
-    for (int j = 0; j < NX; ++j) a[j] = b[j] = _mm512_setzero_ps();
-    int64_t i = 0;
-    for (; i + 32 <= k; i += 32) {
-      const __m512 w0 = _mm512_loadu_ps(row + i), w1 = _mm512_loadu_ps(row + i + 16);
+  for (int r = 0; r < NW; ++r)
 #pragma GCC unroll 4
-      for (int j = 0; j < NX; ++j) {
-        a[j] = _mm512_fmadd_ps(w0, _mm512_loadu_ps(x + j * k + i), a[j]);
-        b[j] = _mm512_fmadd_ps(w1, _mm512_loadu_ps(x + j * k + i + 16), b[j]);
-      }
+    for (int j = 0; j < NX; ++j) acc[r][j] = _mm512_setzero_ps();
+  for (int64_t i = 0; i < k; i += 16) {
+    __m512 xv[NX];
+#pragma GCC unroll 4
+    for (int j = 0; j < NX; ++j) xv[j] = load16(x + j * k + i, k - i);
+#pragma GCC unroll 4
+    for (int r = 0; r < NW; ++r) {
+      const __m512 wv = load16(w + r * k + i, k - i);
+#pragma GCC unroll 4
+      for (int j = 0; j < NX; ++j) acc[r][j] = _mm512_fmadd_ps(wv, xv[j], acc[r][j]);
     }
-    for (; i < k; i += 16) {
-      const __m512 w0 = load16(row + i, k - i);
+  }
 #pragma GCC unroll 4
-      for (int j = 0; j < NX; ++j) a[j] = _mm512_fmadd_ps(w0, load16(x + j * k + i, k - i), a[j]);
-    }
-#pragma GCC unroll 4
-    for (int j = 0; j < NX; ++j) y[j * ldy + r] = sum16(_mm512_add_ps(a[j], b[j]));
+  for (int j = 0; j < NX; ++j) {
+    if constexpr (NW == 4)
+      _mm_storeu_ps(y + j * ldy, sum16x4(acc[0][j], acc[1][j], acc[2][j], acc[3][j]));
+    else
+      y[j * ldy] = sum16(acc[0][j]);
   }
 }
 
-CROSSLAB_F32_TARGET void f32RowTiles(const float* w, int64_t rows, int64_t k, const float* x, int64_t n, float* y,
-                                     int64_t ldy) {
+template <int NX>
+CROSSLAB_F32_TARGET void f32TileRows(const float* w, int64_t rows, int64_t k, const float* x, float* y, int64_t ldy) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) f32Tile<4, NX>(w + r * k, k, x, y + r, ldy);
+  for (; r < rows; ++r) f32Tile<1, NX>(w + r * k, k, x, y + r, ldy);
+}
+
+CROSSLAB_F32_TARGET void f32Tiles(const float* w, int64_t rows, int64_t k, const float* x, int64_t n, float* y,
+                                  int64_t ldy) {
   for (int64_t j = 0; j < n; j += 4) {
     const float* xj = x + j * k;
     float* yj = y + j * ldy;
     switch (std::min<int64_t>(4, n - j)) {
-      case 4: f32RowTile<4>(w, rows, k, xj, yj, ldy); break;
-      case 3: f32RowTile<3>(w, rows, k, xj, yj, ldy); break;
-      case 2: f32RowTile<2>(w, rows, k, xj, yj, ldy); break;
-      default: f32RowTile<1>(w, rows, k, xj, yj, ldy); break;
+      case 4: f32TileRows<4>(w, rows, k, xj, yj, ldy); break;
+      case 3: f32TileRows<3>(w, rows, k, xj, yj, ldy); break;
+      case 2: f32TileRows<2>(w, rows, k, xj, yj, ldy); break;
+      default: f32TileRows<1>(w, rows, k, xj, yj, ldy); break;
     }
   }
 }
@@ -276,6 +313,112 @@ CROSSLAB_F32_TARGET void f32Packed(const float* w, int64_t rows, const MatmulRow
       case 3: f32PackedRows<5, 3>(w, rows, k, xp, m, yc, ldy); break;
       default: f32PackedRows<4, 4>(w, rows, k, xp, m, yc, ldy); break;
     }
+  }
+}
+
+// ---- attention rows ------------------------------------------------------------------
+
+// 16 bf16 values widened to fp32 (exact: bf16 is fp32's upper half); lanes past `valid` zero.
+CROSSLAB_BF16_TARGET inline __m512 loadBf16(const uint16_t* p, int64_t valid) {
+  __m256i bits;
+  if (valid >= 16) {
+    bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  } else {
+    alignas(32) uint16_t tail[16] = {};
+    for (int64_t i = 0; i < valid; ++i) tail[i] = p[i];
+    bits = _mm256_load_si256(reinterpret_cast<const __m256i*>(tail));
+  }
+  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvtepu16_epi32(0xFFFF, bits), 16));
+}
+
+template <class T>
+CROSSLAB_BF16_TARGET inline __m512 load16Any(const T* p, int64_t valid) {
+  if constexpr (std::is_same_v<T, float>)
+    return valid >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(valid <= 0 ? 0 : (__mmask16)((1u << valid) - 1), p);
+  else
+    return loadBf16(p, valid);
+}
+
+// Four cached rows at a time, their four dot products reduced together.
+template <class T>
+CROSSLAB_BF16_TARGET void dotRowsKernel(const float* q, const T* k, int64_t len, int64_t hd, float* s) {
+  int64_t t = 0;
+  for (; t + 4 <= len; t += 4) {
+    const T* row = k + t * hd;
+    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+    for (int64_t d = 0; d < hd; d += 16) {
+      const __m512 qv = load16Any(q + d, hd - d);
+      a0 = _mm512_fmadd_ps(qv, load16Any(row + d, hd - d), a0);
+      a1 = _mm512_fmadd_ps(qv, load16Any(row + hd + d, hd - d), a1);
+      a2 = _mm512_fmadd_ps(qv, load16Any(row + 2 * hd + d, hd - d), a2);
+      a3 = _mm512_fmadd_ps(qv, load16Any(row + 3 * hd + d, hd - d), a3);
+    }
+    _mm_storeu_ps(s + t, sum16x4(a0, a1, a2, a3));
+  }
+  for (; t < len; ++t) {
+    __m512 a = _mm512_setzero_ps();
+    for (int64_t d = 0; d < hd; d += 16) a = _mm512_fmadd_ps(load16Any(q + d, hd - d), load16Any(k + t * hd + d, hd - d), a);
+    s[t] = sum16(a);
+  }
+}
+
+// e^x, 16 lanes: x = n ln2 + r, |r| <= ln2/2, e^r by Cephes' expf polynomial (about 1 ulp),
+// times 2^n. Below -87.3 the result is ~1e-38 instead of smaller (0 for every use here);
+// above 88.7, +inf as expf.
+CROSSLAB_F32_TARGET inline __m512 exp16(__m512 x) {
+  x = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
+  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT);
+  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
+  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
+  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
+  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
+  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
+  return _mm512_scalef_ps(p, n);
+}
+
+// silu(g) = g / (1 + e^-g), in place.
+CROSSLAB_F32_TARGET void siluKernel(float* g, int64_t n) {
+  const __m512 one = _mm512_set1_ps(1.0f);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 mask = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
+    const __m512 v = _mm512_maskz_loadu_ps(mask, g + i);
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), v));
+    _mm512_mask_storeu_ps(g + i, mask, _mm512_div_ps(v, _mm512_add_ps(one, e)));
+  }
+}
+
+CROSSLAB_F32_TARGET float expShiftedKernel(float* s, int64_t len, float shift) {
+  __m512 sum = _mm512_setzero_ps();
+  const __m512 m = _mm512_set1_ps(shift);
+  int64_t t = 0;
+  for (; t + 16 <= len; t += 16) {
+    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + t), m));
+    _mm512_storeu_ps(s + t, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  if (t < len) {
+    const __mmask16 mask = (__mmask16)((1u << (len - t)) - 1);
+    const __m512 e = _mm512_maskz_mov_ps(mask, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, s + t), m)));
+    _mm512_mask_storeu_ps(s + t, mask, e);
+    sum = _mm512_add_ps(sum, e);
+  }
+  return sum16(sum);
+}
+
+template <class T>
+CROSSLAB_BF16_TARGET void weightedRowsKernel(const float* p, const T* v, int64_t len, int64_t hd, float* out) {
+  for (int64_t d = 0; d < hd; d += 16) {
+    const int64_t valid = hd - d;
+    __m512 acc = load16Any(out + d, valid);
+    for (int64_t t = 0; t < len; ++t) acc = _mm512_fmadd_ps(_mm512_set1_ps(p[t]), load16Any(v + t * hd + d, valid), acc);
+    if (valid >= 16)
+      _mm512_storeu_ps(out + d, acc);
+    else
+      _mm512_mask_storeu_ps(out + d, (__mmask16)((1u << valid) - 1), acc);
   }
 }
 
@@ -358,15 +501,60 @@ template struct MatmulRows<uint16_t>;
 void matmulRows(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy) {
   if (!f32KernelsAvailable()) return portable(w, rows, x, y, ldy);
   if (x.n == 1) return f32Gemv(w, rows, x.k, x.x, y);
-  if (x.n < kPackFrom) return f32RowTiles(w, rows, x.k, x.x, x.n, y, ldy);
+  if (x.n < kPackFrom) return f32Tiles(w, rows, x.k, x.x, x.n, y, ldy);
   f32Packed(w, rows, x, y, ldy);
 }
 
 void matmulRows(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy) {
   if (!bf16KernelsAvailable()) return portable(w, rows, x, y, ldy);
   if (x.n == 1) return bf16Gemv(w, rows, x.k, x.x, y);
-  if (x.n < kPackFrom) return bf16RowTiles(w, rows, x.k, x.x, x.n, y, ldy);
+  if (x.n < kPackFrom) return bf16Tiles(w, rows, x.k, x.x, x.n, y, ldy);
   bf16Packed(w, rows, x, y, ldy);
+}
+
+namespace {
+
+template <class T>
+void dotRowsPortable(const float* q, const T* k, int64_t len, int64_t hd, float* s) {
+  for (int64_t t = 0; t < len; ++t) {
+    float acc = 0;
+    for (int64_t d = 0; d < hd; ++d) acc += q[d] * toFloat(k[t * hd + d]);
+    s[t] = acc;
+  }
+}
+
+template <class T>
+void weightedRowsPortable(const float* p, const T* v, int64_t len, int64_t hd, float* out) {
+  for (int64_t t = 0; t < len; ++t)
+    for (int64_t d = 0; d < hd; ++d) out[d] += p[t] * toFloat(v[t * hd + d]);
+}
+
+}  // namespace
+
+// The fp32 rows need only AVX-512F, but share the bf16 kernels' target: one check.
+void dotRows(const float* q, const float* k, int64_t len, int64_t hd, float* s) {
+  bf16KernelsAvailable() ? dotRowsKernel(q, k, len, hd, s) : dotRowsPortable(q, k, len, hd, s);
+}
+void dotRows(const float* q, const uint16_t* k, int64_t len, int64_t hd, float* s) {
+  bf16KernelsAvailable() ? dotRowsKernel(q, k, len, hd, s) : dotRowsPortable(q, k, len, hd, s);
+}
+void weightedRows(const float* p, const float* v, int64_t len, int64_t hd, float* out) {
+  bf16KernelsAvailable() ? weightedRowsKernel(p, v, len, hd, out) : weightedRowsPortable(p, v, len, hd, out);
+}
+void weightedRows(const float* p, const uint16_t* v, int64_t len, int64_t hd, float* out) {
+  bf16KernelsAvailable() ? weightedRowsKernel(p, v, len, hd, out) : weightedRowsPortable(p, v, len, hd, out);
+}
+
+float expShifted(float* s, int64_t len, float shift) {
+  if (f32KernelsAvailable()) return expShiftedKernel(s, len, shift);
+  float sum = 0;
+  for (int64_t t = 0; t < len; ++t) sum += (s[t] = std::exp(s[t] - shift));
+  return sum;
+}
+
+void siluInPlace(float* g, int64_t n) {
+  if (f32KernelsAvailable()) return siluKernel(g, n);
+  for (int64_t i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i]));
 }
 
 }  // namespace crosslab::model

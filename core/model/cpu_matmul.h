@@ -10,9 +10,10 @@
 //   n = 1       one W row at a time, four accumulators along k: a single sequential stream
 //               keeps the hardware prefetcher ahead (measured 2.3x the bandwidth of four
 //               interleaved rows). Bandwidth-bound.
-//   2 <= n < 8  still one W stream: each W row against up to four X rows, the dot products
-//               reduced horizontally at the end of the row.
-//   n >= 8      X repacked so that one vector holds 16 rows' values at the same k; each W
+//   2 <= n < 16 tiles of 4 W rows x 4 X rows, every product vectorised along k (all lanes
+//               busy: at these n even a weight read from memory is used often enough for the
+//               arithmetic to count), the four W rows' sums reduced together at the end.
+//   n >= 16     X repacked so that one vector holds 16 rows' values at the same k; each W
 //               value is broadcast against it, so a tile of W rows x 16..64 X rows
 //               accumulates with no horizontal reductions (about twice the throughput of the
 //               reducing kernel at n = 32 here). Compute-bound.
@@ -34,12 +35,23 @@ struct MatmulRows {
   MatmulRows(const T* x, int64_t n, int64_t k);
   const T* x;
   int64_t n, k;
-  std::vector<T> packed;  // n >= 8: chunks of up to 64 rows, k-interleaved (see cpu_matmul.cpp)
+  std::vector<T> packed;  // n >= 16: chunks of up to 64 rows, k-interleaved (see cpu_matmul.cpp)
 };
 
 // Y[b * ldy + r] = W_r · X_b for r in [0, rows) and b in [0, x.n); w points at the first of
 // the rows (a thread's share of the matrix), y at that row's column.
 void matmulRows(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy);
 void matmulRows(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy);
+
+// Attention over one head's cached rows (row-major [len, hd]; bf16 as uint16_t bits):
+// s[t] = q · K_t, and out[d] += Σ_t p[t] V_t[d] (t in order), fp32 arithmetic.
+void dotRows(const float* q, const float* k, int64_t len, int64_t hd, float* s);
+void dotRows(const float* q, const uint16_t* k, int64_t len, int64_t hd, float* s);
+void weightedRows(const float* p, const float* v, int64_t len, int64_t hd, float* out);
+void weightedRows(const float* p, const uint16_t* v, int64_t len, int64_t hd, float* out);
+// s[t] = e^(s[t] - shift) for values <= shift (softmax after its max); returns the sum.
+float expShifted(float* s, int64_t len, float shift);
+// g[i] = silu(g[i]) = g / (1 + e^-g), fp32.
+void siluInPlace(float* g, int64_t n);
 
 }  // namespace crosslab::model

@@ -67,34 +67,44 @@ class WeightLoader {
   bool copy_;
 };
 
-// y = x W^T + b. A single row (batch-1 decode, the LM head after a decode step; no autograd)
-// on the CPU goes through our AVX-512 kernels (core/model/cpu_matmul.h: libtorch 1.13 +
-// OpenBLAS/oneDNN read W well below memory bandwidth at M = 1), split over threads by rows;
-// otherwise at::linear.
-at::Tensor project(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
-  const int64_t in = x.size(-1), out = w.size(0);
+// y = x Wᵀ for a few rows (no autograd, CPU, contiguous W of x's dtype) through our kernels
+// (core/model/cpu_matmul.h), W's rows split over threads: fp32 accumulators rounded once to
+// x's dtype, as the bf16 matmul rounds. At these shapes libtorch 1.13 + OpenBLAS/oneDNN read W
+// well below memory bandwidth (M = 1) or spend more on the call (dispatch, thread team) than on
+// the product (the demo model's LM head at 8 rows: 85% of a decode step through at::linear).
+bool kernelRowsApply(const at::Tensor& x, const at::Tensor& w, int64_t maxRows) {
   const bool f32 = x.scalar_type() == at::kFloat && f32KernelsAvailable();
   const bool bf16 = x.scalar_type() == at::kBFloat16 && bf16KernelsAvailable();
-  if (x.numel() == in && (f32 || bf16) && w.scalar_type() == x.scalar_type() && x.device().is_cpu() &&
-      w.is_contiguous() && !at::GradMode::is_enabled()) {
-    const at::Tensor xc = x.reshape({in}).contiguous();
-    at::Tensor y = at::empty({out}, x.options().dtype(at::kFloat));  // fp32 accumulators, [out]
-    float* yp = y.data_ptr<float>();
-    if (f32) {
-      const float* wp = w.data_ptr<float>();
-      const MatmulRows<float> rows(xc.data_ptr<float>(), 1, in);
-      at::parallel_for(0, out, 256, [&](int64_t b0, int64_t e0) { matmulRows(wp + b0 * in, e0 - b0, rows, yp + b0, out); });
-    } else {
-      const auto* wp = reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>());
-      const MatmulRows<uint16_t> rows(reinterpret_cast<const uint16_t*>(xc.data_ptr<at::BFloat16>()), 1, in);
-      at::parallel_for(0, out, 256, [&](int64_t b0, int64_t e0) { matmulRows(wp + b0 * in, e0 - b0, rows, yp + b0, out); });
-    }
-    if (b.defined()) y = y + b.to(at::kFloat);
-    std::vector<int64_t> shape = x.sizes().vec();
-    shape.back() = out;
-    return y.to(x.scalar_type()).view(shape);  // bf16: one rounding, as the bf16 matmul does
+  return (f32 || bf16) && x.numel() <= maxRows * x.size(-1) && w.scalar_type() == x.scalar_type() && x.device().is_cpu() &&
+         w.is_contiguous() && !at::GradMode::is_enabled();
+}
+
+at::Tensor projectRows(const at::Tensor& x, const at::Tensor& w) {
+  const int64_t in = x.size(-1), out = w.size(0), n = x.numel() / in;
+  const at::Tensor xc = x.reshape({n, in}).contiguous();
+  at::Tensor y = at::empty({n, out}, x.options().dtype(at::kFloat));  // fp32 accumulators
+  float* yp = y.data_ptr<float>();
+  const int64_t grain = std::max<int64_t>(16, (int64_t(1) << 16) / in);
+  if (x.scalar_type() == at::kFloat) {
+    const float* wp = w.data_ptr<float>();
+    const MatmulRows<float> rows(xc.data_ptr<float>(), n, in);
+    at::parallel_for(0, out, grain, [&](int64_t b0, int64_t e0) { matmulRows(wp + b0 * in, e0 - b0, rows, yp + b0, out); });
+  } else {
+    const auto* wp = reinterpret_cast<const uint16_t*>(w.data_ptr<at::BFloat16>());
+    const MatmulRows<uint16_t> rows(reinterpret_cast<const uint16_t*>(xc.data_ptr<at::BFloat16>()), n, in);
+    at::parallel_for(0, out, grain, [&](int64_t b0, int64_t e0) { matmulRows(wp + b0 * in, e0 - b0, rows, yp + b0, out); });
   }
-  return b.defined() ? at::linear(x, w, b) : at::linear(x, w);
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = out;
+  return y.view(shape);
+}
+
+// y = x W^T + b: a single row (batch-1 decode) through projectRows, otherwise at::linear.
+at::Tensor project(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
+  if (!kernelRowsApply(x, w, 1)) return b.defined() ? at::linear(x, w, b) : at::linear(x, w);
+  at::Tensor y = projectRows(x, w);
+  if (b.defined()) y = y + b.to(at::kFloat);
+  return y.to(x.scalar_type());  // bf16: one rounding, as the bf16 matmul does
 }
 
 // RMSNorm in fp32, cast back, then scaled (transformers' LlamaRMSNorm order).
@@ -262,7 +272,10 @@ at::Tensor LlamaModel::hidden(const at::Tensor& ids, KvCache* cache) const {
 }
 
 at::Tensor LlamaModel::logits(const at::Tensor& hidden) const {
-  return project(hidden, weights_.lmHead, at::Tensor()).to(at::kFloat);  // [B, T, vocab]
+  // A decode step's rows (fused path): our kernels; one rounding to the dtype, as at::linear.
+  if (fastDecode_ && kernelRowsApply(hidden, weights_.lmHead, 64))
+    return projectRows(hidden, weights_.lmHead).to(dtype_).to(at::kFloat);  // [B, T, vocab]
+  return project(hidden, weights_.lmHead, at::Tensor()).to(at::kFloat);
 }
 
 at::Tensor LlamaModel::attention(const LlamaLayerWeights& w, const at::Tensor& h, const at::Tensor& cos,

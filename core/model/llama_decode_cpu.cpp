@@ -187,21 +187,15 @@ void rope(float* v, const float* cosv, const float* sinv, int64_t half) {
 template <class M>
 void attendHead(const float* q, const typename M::Storage* kg, const typename M::Storage* vg, int64_t len, int64_t hd,
                 float scale, std::vector<float>& scores, float* out) {
+  using Bits = typename M::Bits;
   scores.resize(size_t(len));
+  dotRows(q, reinterpret_cast<const Bits*>(kg), len, hd, scores.data());
   float mx = -INFINITY;
-  for (int64_t t = 0; t < len; ++t) {
-    float dot = 0;
-    for (int64_t d = 0; d < hd; ++d) dot += q[d] * M::load(kg[t * hd + d]);
-    scores[size_t(t)] = M::round(M::round(dot) * scale);
-    mx = std::max(mx, scores[size_t(t)]);
-  }
-  float sum = 0;
-  for (int64_t t = 0; t < len; ++t) sum += (scores[size_t(t)] = std::exp(scores[size_t(t)] - mx));
+  for (float& sc : scores) mx = std::max(mx, sc = M::round(M::round(sc) * scale));
+  const float sum = expShifted(scores.data(), len, mx);
+  for (float& sc : scores) sc = M::round(sc / sum);
   std::fill(out, out + hd, 0.0f);
-  for (int64_t t = 0; t < len; ++t) {
-    const float p = M::round(scores[size_t(t)] / sum);
-    for (int64_t d = 0; d < hd; ++d) out[d] += p * M::load(vg[t * hd + d]);
-  }
+  weightedRows(scores.data(), reinterpret_cast<const Bits*>(vg), len, hd, out);
   for (int64_t d = 0; d < hd; ++d) out[d] = M::round(out[d]);
 }
 
@@ -273,9 +267,11 @@ at::Tensor LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvC
           vc[((b * nkv + g) * cap + pos) * hd + d] = M::store(v.row(b)[g * hd + d]);
         }
     }
-    // Every (row, query head) pair on its own; query head j reads kv head j / rep.
+    // Every (row, query head) pair on its own; query head j reads kv head j / rep. Split over
+    // threads only when a chunk holds about a million multiply-adds: waking a thread team costs
+    // more than a small model's attention (on a busy machine, a timeslice).
     o.resize(n, nh * hd);
-    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 15) / std::max<int64_t>(1, maxLen * hd));
+    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(1, maxLen * hd));
     at::parallel_for(0, n * nh, grain, [&](int64_t begin, int64_t end) {
       std::vector<float> scores;
       for (int64_t bj = begin; bj < end; ++bj) {
@@ -293,10 +289,8 @@ at::Tensor LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvC
     clock.charge(&DecodeTimes::other);
     linear(l, Proj::Gate, w.wGate, w.bGate, h, gate);
     linear(l, Proj::Up, w.wUp, w.bUp, h, up);
-    for (size_t i = 0; i < gate.v.size(); ++i) {
-      const float gv = gate.v[i];
-      gate.v[i] = M::round(M::round(gv / (1.0f + std::exp(-gv))) * up.v[i]);  // silu(gate) * up
-    }
+    siluInPlace(gate.v.data(), int64_t(gate.v.size()));
+    for (size_t i = 0; i < gate.v.size(); ++i) gate.v[i] = M::round(M::round(gate.v[i]) * up.v[i]);  // silu(gate) * up
     clock.charge(&DecodeTimes::other);
     linear(l, Proj::Down, w.wDown, w.bDown, gate, down);
     for (size_t i = 0; i < x.v.size(); ++i) x.v[i] = M::round(x.v[i] + down.v[i]);

@@ -116,6 +116,43 @@ class TestDemoCli : public QObject {
     QCOMPARE(report_["base_eval"]["json_valid"].get<std::string>(), std::to_string(valid) + "/30");
   }
 
+  // After its evals the demo sweeps its model with the LoRA run's adapter through the real
+  // server and client, merged and at run time, at concurrency 1, 4, 16: two benchmarks in the
+  // lab, each with its levels' real requests, for the Benchmarks panel's first start.
+  void benchmarkRecorded() {
+    if (!buildHasTrainer()) QSKIP("no LoRA run, no benchmark");
+    QVERIFY(report_["phases_s"].contains("benchmark"));
+    auto lab = store::LabStore::open(lab_.toStdString());
+    auto st = lab.db().prepare("SELECT id, label, model, command, ended_at FROM benchmarks ORDER BY id");
+    std::vector<int64_t> ids;
+    std::vector<std::string> labels;
+    while (st.step()) {
+      ids.push_back(st.int64(0));
+      labels.push_back(st.text(1));
+      QCOMPARE(st.text(2), std::string("demo-lora"));
+      QVERIFY(st.text(3).find("crosslab-cli bench --url http://127.0.0.1:") == 0);
+      QVERIFY(!st.text(4).empty());  // ended
+    }
+    QCOMPARE(ids.size(), size_t(2));
+    QVERIFY2(labels[0].find("demo-lora merged") == 0, labels[0].c_str());
+    QVERIFY2(labels[1].find("demo-lora runtime LoRA") == 0, labels[1].c_str());
+    for (int64_t id : ids) {
+      auto lv = lab.db().prepare("SELECT concurrency, completed, failed, output_throughput FROM benchmark_levels "
+                                 "WHERE benchmark_id = ? ORDER BY concurrency");
+      lv.bind(1, id);
+      std::vector<int64_t> levels;
+      while (lv.step()) {
+        levels.push_back(lv.int64(0));
+        QVERIFY(lv.int64(1) > 0);
+        QCOMPARE(lv.int64(2), int64_t(0));
+        QVERIFY(lv.real(3) > 0);
+      }
+      // 1, 4, 16 unless the sweep stopped early on a flagged collapse (a timing judgement).
+      QVERIFY(!levels.empty() && levels[0] == 1);
+      for (size_t i = 1; i < levels.size(); ++i) QCOMPARE(levels[i], i == 1 ? int64_t(4) : int64_t(16));
+    }
+  }
+
   void loraRunOnlyWithATrainer() {
     if (buildHasTrainer()) {
       QVERIFY(!report_["lora_run"].is_null());

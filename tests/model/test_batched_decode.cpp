@@ -182,7 +182,7 @@ class TestBatchedDecode : public QObject {
     QTest::addColumn<int>("rows");
     QTest::addColumn<bool>("lora");
     for (int rows : {3, 6, 9, 20, 37, 70}) QTest::addRow("f32 B=%d", rows) << "f32" << rows << false;
-    for (int rows : {2, 7, 24}) QTest::addRow("f32 B=%d mixed LoRA", rows) << "f32" << rows << true;
+    for (int rows : {2, 7, 24, 48}) QTest::addRow("f32 B=%d mixed LoRA", rows) << "f32" << rows << true;
     for (int rows : {5, 20}) QTest::addRow("bf16 B=%d", rows) << "bf16" << rows << false;
     for (int rows : {4, 18}) QTest::addRow("bf16 B=%d mixed LoRA", rows) << "bf16" << rows << true;
   }

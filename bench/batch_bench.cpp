@@ -1,0 +1,234 @@
+// batch_bench: the batch scheduler in process (no HTTP) at several concurrency levels — the
+// figure to hold against llama.cpp's batched decode (peers/node/llamacpp_batch.mjs: N
+// sequences in one context) and against the same levels through `crosslab-cli serve` +
+// `crosslab-cli bench`.
+//
+//   batch_bench --model DIR [--dtype f32|bf16] [--levels 1,8,32] [--tokens N] [--prompt-ids JSON]
+//               [--lora DIR --lora-mode merged|runtime] [--threads T] [--load map|copy]
+//               [--decode-path auto|fused|op-by-op] [--max-batch N] [--prefill-chunk N] [--peak on|off]
+//
+// Per level, N identical greedy requests (ignore EOS, --tokens each) are submitted at once.
+// One JSON line per level:
+//   decode_tok_s   tokens per second while every stream decodes: tokens stamped after the last
+//                  stream's first token and up to the first stream's last, over that window —
+//                  what llamacpp_batch.mjs reports (it leaves prefill out)
+//   output_tok_s   all output tokens / (last token - submission): vLLM's output_throughput,
+//                  the figure the HTTP path (`crosslab-cli bench`) reports
+//   output_tok_per_cpu_s  output tokens per second of the process's CPU time (all threads): on
+//                  a busy machine a steadier figure than the wall-clock ones
+//   ttft / tpot p50 and p99 (ms), and where the scheduler thread's time went (share of wall
+//   time: prefill, decode forward, of it the fused step's matmul / LoRA / attention / rest,
+//   LM head, sampling, emitting tokens, idle) and the decode paths it chose.
+// The first line reports the machine's compute peak the program measures (bf16 or f32 GEMM
+// through ATen and through our kernels, all threads); each level's "rates" give the decode
+// products' GFLOP/s and their share of it (bench_support.h: decodeRates).
+#include <ATen/ATen.h>
+#include <ATen/Parallel.h>
+#include <nlohmann/json.hpp>
+
+#include <time.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <iostream>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "core/infer/batch_scheduler.h"
+#include "bench/bench_support.h"
+
+using namespace crosslab;
+using nlohmann::json;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Options {
+  std::string model, dtype = "f32", lora, loraMode = "runtime", load = "map", decodePath = "auto";
+  std::vector<int> levels = {1, 8, 32};
+  std::vector<int32_t> prompt = {128000, 9906, 11, 1917, 0};
+  int tokens = 128, threads = 0, maxBatch = 0, prefillChunk = 128;
+  bool peak = true;
+  double peakGflops = 0;  // measured at start (--peak on)
+};
+
+Options parse(int argc, char** argv) {
+  Options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--model") o.model = v;
+    else if (k == "--dtype") o.dtype = v;
+    else if (k == "--lora") o.lora = v;
+    else if (k == "--lora-mode") o.loraMode = v;
+    else if (k == "--load") o.load = v;
+    else if (k == "--decode-path") o.decodePath = v;
+    else if (k == "--tokens") o.tokens = std::stoi(v);
+    else if (k == "--threads") o.threads = std::stoi(v);
+    else if (k == "--max-batch") o.maxBatch = std::stoi(v);
+    else if (k == "--prefill-chunk") o.prefillChunk = std::stoi(v);
+    else if (k == "--peak") o.peak = v != "off";
+    else if (k == "--prompt-ids") o.prompt = json::parse(v).get<std::vector<int32_t>>();
+    else if (k == "--levels") {
+      o.levels.clear();
+      std::stringstream ss(v);
+      for (std::string x; std::getline(ss, x, ',');) o.levels.push_back(std::stoi(x));
+    } else
+      throw std::runtime_error("unknown option " + k);
+  }
+  if (o.model.empty()) throw std::runtime_error("usage: batch_bench --model DIR [options] (see the source's header)");
+  if (o.loraMode != "merged" && o.loraMode != "runtime") throw std::runtime_error("--lora-mode must be merged or runtime");
+  return o;
+}
+
+double processCpuSeconds() {
+  timespec ts{};
+  clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &ts);
+  return double(ts.tv_sec) + 1e-9 * double(ts.tv_nsec);
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty()) return 0;
+  std::sort(v.begin(), v.end());
+  const double at = p / 100.0 * double(v.size() - 1);
+  const size_t lo = size_t(at);
+  return lo + 1 < v.size() ? v[lo] + (at - double(lo)) * (v[lo + 1] - v[lo]) : v[lo];
+}
+
+struct Stream {
+  std::vector<Clock::time_point> stamps;
+  bool done = false;
+};
+
+json runLevel(infer::BatchScheduler& engine, const Options& o, int level, const std::string& adapter) {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::vector<Stream> streams(static_cast<size_t>(level));
+  int pending = level;
+  const infer::SchedulerStats before = engine.stats();
+  const double cpu0 = processCpuSeconds();
+  const auto t0 = Clock::now();
+  for (int s = 0; s < level; ++s) {
+    infer::ServeRequest r;
+    r.prompt = o.prompt;
+    r.maxTokens = o.tokens;
+    r.ignoreEos = true;
+    r.adapter = adapter;
+    r.onToken = [&, s](int32_t, const std::string&) {
+      streams[size_t(s)].stamps.push_back(Clock::now());  // the scheduler thread only
+      return true;
+    };
+    r.onDone = [&](const infer::ServeResult&) {
+      std::lock_guard<std::mutex> lk(mu);
+      if (--pending == 0) cv.notify_all();
+    };
+    engine.submit(std::move(r));
+  }
+  {
+    std::unique_lock<std::mutex> lk(mu);
+    cv.wait(lk, [&] { return pending == 0; });
+  }
+  const infer::SchedulerStats after = engine.stats();
+  const double cpu = processCpuSeconds() - cpu0;
+  Clock::time_point firstAll = t0, lastFirst = t0, end = t0;
+  size_t total = 0;
+  std::vector<double> ttft, tpot;
+  for (const auto& st : streams) {
+    if (st.stamps.empty()) continue;
+    firstAll = std::max(firstAll, st.stamps.front());
+    end = std::max(end, st.stamps.back());
+    total += st.stamps.size();
+    ttft.push_back(std::chrono::duration<double, std::milli>(st.stamps.front() - t0).count());
+    if (st.stamps.size() > 1)
+      tpot.push_back(std::chrono::duration<double, std::milli>(st.stamps.back() - st.stamps.front()).count() /
+                     double(st.stamps.size() - 1));
+  }
+  lastFirst = end;
+  for (const auto& st : streams)
+    if (!st.stamps.empty()) lastFirst = std::min(lastFirst, st.stamps.back());
+  size_t inWindow = 0;  // every stream decoding: (last stream's first token, first stream's last]
+  for (const auto& st : streams)
+    for (const auto& t : st.stamps) inWindow += t > firstAll && t <= lastFirst;
+  const double window = std::chrono::duration<double>(lastFirst - firstAll).count();
+  const double wall = std::chrono::duration<double>(end - t0).count();
+  const auto share = [&](double s) { return wall > 0 ? s / wall : 0.0; };
+  const double busy = (after.prefillS - before.prefillS) + (after.decodeS - before.decodeS) + (after.lmHeadS - before.lmHeadS) +
+                      (after.sampleS - before.sampleS) + (after.emitS - before.emitS);
+  return {{"level", level},
+          {"output_tokens", total},
+          {"decode_tok_s", window > 0 ? double(inWindow) / window : 0.0},
+          {"output_tok_s", wall > 0 ? double(total) / wall : 0.0},
+          {"cpu_s", cpu},
+          {"output_tok_per_cpu_s", cpu > 0 ? double(total) / cpu : 0.0},
+          {"ttft_ms_p50", percentile(ttft, 50)},
+          {"ttft_ms_p99", percentile(ttft, 99)},
+          {"tpot_ms_p50", percentile(tpot, 50)},
+          {"tpot_ms_p99", percentile(tpot, 99)},
+          {"steps", after.steps - before.steps},
+          {"fused_steps", after.fusedSteps - before.fusedSteps},
+          {"op_by_op_steps", after.opByOpSteps - before.opByOpSteps},
+          {"decode_paths", after.decodePaths},
+          {"rates", benchsupport::decodeRates(before, after, double(total - streams.size()), engine.config(), o.peakGflops)},
+          {"time_share",
+           {{"prefill", share(after.prefillS - before.prefillS)},
+            {"decode_forward", share(after.decodeS - before.decodeS)},
+            {"fused_matmul", share(after.fusedMatmulS - before.fusedMatmulS)},
+            {"fused_lora", share(after.fusedLoraS - before.fusedLoraS)},
+            {"fused_attention", share(after.fusedAttentionS - before.fusedAttentionS)},
+            {"fused_other", share(after.fusedOtherS - before.fusedOtherS)},
+            {"lm_head", share(after.lmHeadS - before.lmHeadS)},
+            {"sampling", share(after.sampleS - before.sampleS)},
+            {"emit", share(after.emitS - before.emitS)},
+            {"scheduler_idle_or_other", share(wall - busy)}}}};
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  try {
+    Options o = parse(argc, argv);
+    infer::SchedulerOptions so;
+    so.maxBatch = o.maxBatch > 0 ? o.maxBatch : *std::max_element(o.levels.begin(), o.levels.end());
+    so.maxModelLen = int(o.prompt.size()) + o.tokens + 8;
+    so.prefillChunk = o.prefillChunk;
+    so.dtype = o.dtype;
+    so.threads = o.threads;
+    so.copyWeights = o.load == "copy";
+    so.decodePath = o.decodePath;
+    std::string adapter;
+    if (!o.lora.empty()) {
+      if (o.loraMode == "merged") {
+        so.mergeAdapter = o.lora;
+      } else {
+        so.loras = {{"adapter", o.lora}};
+        adapter = "adapter";
+      }
+    }
+    auto engine = infer::BatchScheduler::open(o.model, so);
+    at::set_num_threads(o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency())));
+    if (o.peak) {
+      const json p = benchsupport::computePeak(o.dtype == "bf16" ? at::kBFloat16 : at::kFloat);
+      std::cout << p.dump() << std::endl;
+      o.peakGflops = p["peak_gflop_s"].get<double>();
+    }
+    Options warm = o;
+    warm.tokens = 4;
+    runLevel(*engine, warm, 1, adapter);  // one-time setup out of the first level
+    for (int level : o.levels) {
+      json j = runLevel(*engine, o, level, adapter);
+      j["engine"] = "crosslab";
+      j["path"] = "in-process";
+      j["model"] = o.model;
+      j["dtype"] = o.dtype;
+      j["lora"] = o.lora.empty() ? "none" : o.loraMode;
+      j["threads"] = o.threads;
+      std::cout << j.dump() << std::endl;
+    }
+    engine->stop();
+  } catch (const std::exception& e) {
+    std::cerr << "batch_bench: " << e.what() << "\n";
+    return 1;
+  }
+  return 0;
+}

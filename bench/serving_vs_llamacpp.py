@@ -1,0 +1,211 @@
+#!/usr/bin/python3
+"""Serving with batching, side by side in one run (issue 14):
+
+  crosslab in process   build/bench/batch_bench: the batch scheduler, N identical greedy requests
+  crosslab over HTTP    build/app/crosslab-cli serve + crosslab-cli bench (the full path)
+  llama.cpp             peers/node/llamacpp_batch.mjs: N sequences in one context, decoding together
+
+  /usr/bin/python3 bench/serving_vs_llamacpp.py --build build [--peers /tmp/peers] [--workdir /tmp/crosslab-bench]
+        [--preset tiny|small | --model-dir DIR] [--lora DIR] [--dtypes f32,bf16] [--modes merged,runtime]
+        [--levels 1,8,32] [--tokens 64] [--threads 1,2] [--llamacpp-threads 1,2] [--no-http] [--no-llamacpp]
+
+--preset makes the peers' checkpoint (make_llama.py, seed 0) and a random adapter (make_lora.py);
+--model-dir measures an existing checkpoint (a demo lab's models/demo-base with --lora LAB/runs/demo-lora).
+Same prompt everywhere (--prompt-ids, default 5 ids within the vocabulary), greedy, EOS ignored,
+--tokens per request. llama.cpp runs the base weights (GGUF F32 for f32, F16 for bf16) and is
+compared with crosslab's merged mode (the same cost); each side at its best thread count per level.
+
+Figures per level: llama.cpp aggregate_tok_s (decode only), crosslab in-process decode_tok_s (the
+same window: every stream decoding) and output_tok_s (tokens / wall from submission, vLLM's
+output_throughput), crosslab HTTP output_throughput. One JSON line per measurement, then summary
+lines: in-process / llama.cpp, HTTP / in-process (output_tok_s), gain over c=1, runtime / merged.
+"""
+import argparse
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+
+PY = "/usr/bin/python3"
+
+
+def run_json_lines(cmd, cwd=None, timeout=3600):
+    p = subprocess.run(cmd, cwd=cwd, capture_output=True, text=True, timeout=timeout)
+    if p.returncode != 0:
+        sys.exit(f"{' '.join(cmd)} failed:\n{p.stderr[-3000:]}")
+    out = []
+    for line in p.stdout.splitlines():
+        line = line.strip()
+        if line.startswith("{"):
+            out.append(json.loads(line))
+    return out
+
+
+def free_port():
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+def prepare(a):
+    os.makedirs(a.workdir, exist_ok=True)
+    if a.model_dir:
+        ckpt, name = a.model_dir, os.path.basename(os.path.normpath(a.model_dir))
+    else:
+        ckpt, name = os.path.join(a.workdir, a.preset), a.preset
+        if not os.path.exists(os.path.join(ckpt, "config.json")):
+            subprocess.run([PY, os.path.join(a.peers, "make_llama.py"), ckpt, "--preset", a.preset], check=True,
+                           capture_output=True)
+    lora = a.lora
+    if not lora:
+        lora = os.path.join(a.workdir, name + "-lora")
+        if not os.path.exists(os.path.join(lora, "adapter_config.json")):
+            subprocess.run([PY, os.path.join(a.peers, "make_lora.py"), ckpt, lora], check=True, capture_output=True)
+    ggufs = {"f32": os.path.join(a.workdir, name + "-f32.gguf"), "bf16": os.path.join(a.workdir, name + "-f16.gguf")}
+    if not a.no_llamacpp:
+        for dtype, path in ggufs.items():
+            if dtype in a.dtypes and not os.path.exists(path):
+                subprocess.run([PY, os.path.join(a.peers, "to_gguf.py"), ckpt, path] + (["--f16"] if dtype == "bf16" else []),
+                               check=True, capture_output=True)
+    return ckpt, name, lora, ggufs
+
+
+def llamacpp(a, gguf, prompt, dtype):
+    best = {}
+    for t in a.llamacpp_threads:
+        rows = run_json_lines(["node", "llamacpp_batch.mjs", gguf, json.dumps(prompt), str(a.tokens),
+                               "--sequences", ",".join(map(str, a.levels)), "--threads", str(t)],
+                              cwd=os.path.join(a.peers, "node"))
+        for r in rows:
+            r.update({"engine": "llama.cpp", "dtype": "F32" if dtype == "f32" else "F16"})
+            print(json.dumps(r), flush=True)
+            if r["sequences"] not in best or r["aggregate_tok_s"] > best[r["sequences"]]["aggregate_tok_s"]:
+                best[r["sequences"]] = r
+    return best
+
+
+def inprocess(a, ckpt, lora, dtype, mode, prompt):
+    best = {}
+    for t in a.threads:
+        cmd = [os.path.join(a.build, "bench", "batch_bench"), "--model", ckpt, "--dtype", dtype, "--levels",
+               ",".join(map(str, a.levels)), "--tokens", str(a.tokens), "--prompt-ids", json.dumps(prompt),
+               "--threads", str(t), "--lora", lora, "--lora-mode", mode, "--load", a.load]
+        for r in run_json_lines(cmd):
+            r["threads"] = t
+            print(json.dumps(r), flush=True)
+            if "level" in r and (r["level"] not in best or r["decode_tok_s"] > best[r["level"]]["decode_tok_s"]):
+                best[r["level"]] = r
+    return best
+
+
+def over_http(a, ckpt, lora, dtype, mode, vocab):
+    best = {}
+    cli = os.path.join(a.build, "app", "crosslab-cli")
+    for t in a.threads:
+        port = free_port()
+        serve = [cli, "serve", "--model", ckpt, "--dtype", dtype, "--port", str(port), "--threads", str(t),
+                 "--max-batch", str(max(a.levels)), "--lora", "adapter=" + lora, "--load", a.load]
+        if mode == "merged":
+            serve += ["--merge", "adapter"]
+        server = subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        try:
+            for _ in range(600):
+                try:
+                    urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
+                    break
+                except Exception:
+                    if server.poll() is not None:
+                        sys.exit("serve exited: " + server.stderr.read()[-2000:])
+                    time.sleep(0.2)
+            result = os.path.join(a.workdir, f"http-{os.getpid()}.jsonl")
+            subprocess.run([cli, "bench", "--url", f"http://127.0.0.1:{port}", "--model", "adapter", "--concurrency",
+                            ",".join(map(str, a.levels)), "--input-len", str(a.input_words), "--output-len", str(a.tokens),
+                            "--ignore-eos", "--warmup", "2", "--save-result", result], check=True, capture_output=True,
+                           timeout=3600)
+            with open(result) as f:
+                for line in f:
+                    j = json.loads(line)
+                    r = {"engine": "crosslab", "path": "http", "dtype": dtype, "lora": mode, "threads": t,
+                         "level": j["max_concurrency"], "output_tok_s": j["output_throughput"],
+                         "ttft_ms_p50": j["median_ttft_ms"], "ttft_ms_p99": j["p99_ttft_ms"],
+                         "tpot_ms_p50": j["median_tpot_ms"], "tpot_ms_p99": j["p99_tpot_ms"],
+                         "collapse": j.get("collapse", "")}
+                    print(json.dumps(r), flush=True)
+                    if r["level"] not in best or r["output_tok_s"] > best[r["level"]]["output_tok_s"]:
+                        best[r["level"]] = r
+            os.remove(result)
+        finally:
+            server.send_signal(signal.SIGINT)
+            try:
+                server.wait(timeout=60)
+            except subprocess.TimeoutExpired:
+                server.kill()
+    return best
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--build", default="build")
+    ap.add_argument("--peers", default="/tmp/peers")
+    ap.add_argument("--workdir", default="/tmp/crosslab-bench")
+    ap.add_argument("--preset", default="small")
+    ap.add_argument("--model-dir")
+    ap.add_argument("--lora")
+    ap.add_argument("--dtypes", default="f32,bf16")
+    ap.add_argument("--modes", default="merged,runtime")
+    ap.add_argument("--levels", default="1,8,32")
+    ap.add_argument("--tokens", type=int, default=64)
+    ap.add_argument("--input-words", type=int, default=8, help="HTTP prompts: words (about tokens)")
+    ap.add_argument("--prompt-ids", help="in-process and llama.cpp prompt (default: 5 ids in the vocabulary)")
+    ap.add_argument("--threads", default="1,2")
+    ap.add_argument("--llamacpp-threads", default="1,2")
+    ap.add_argument("--load", default="copy", help="crosslab weights: map or copy (default copy: faster decode)")
+    ap.add_argument("--no-http", action="store_true")
+    ap.add_argument("--no-llamacpp", action="store_true")
+    a = ap.parse_args()
+    a.levels = [int(x) for x in a.levels.split(",")]
+    a.threads = [int(x) for x in a.threads.split(",")]
+    a.llamacpp_threads = [int(x) for x in a.llamacpp_threads.split(",")]
+    a.dtypes, a.modes = a.dtypes.split(","), a.modes.split(",")
+    ckpt, name, lora, ggufs = prepare(a)
+    with open(os.path.join(ckpt, "config.json")) as f:
+        vocab = json.load(f)["vocab_size"]
+    prompt = json.loads(a.prompt_ids) if a.prompt_ids else [1] + [min(vocab - 1, 100 + 37 * i) for i in range(4)]
+    for dtype in a.dtypes:
+        peer = {} if a.no_llamacpp else llamacpp(a, ggufs[dtype], prompt, dtype)
+        ours, http = {}, {}
+        for mode in a.modes:
+            ours[mode] = inprocess(a, ckpt, lora, dtype, mode, prompt)
+            http[mode] = {} if a.no_http else over_http(a, ckpt, lora, dtype, mode, vocab)
+        for mode in a.modes:
+            s = {"summary": name, "dtype": dtype, "lora": mode, "tokens": a.tokens, "levels": a.levels}
+            first = a.levels[0]
+            for lv in a.levels:
+                o = ours[mode].get(lv)
+                row = {"in_process_decode_tok_s": round(o["decode_tok_s"], 1), "in_process_output_tok_s": round(o["output_tok_s"], 1),
+                       "in_process_threads": o["threads"], "decode_paths": o["decode_paths"]}
+                if lv in peer:
+                    row.update({"llamacpp_tok_s": round(peer[lv]["aggregate_tok_s"], 1), "llamacpp_threads": peer[lv]["threads"],
+                                "in_process_over_llamacpp": round(o["decode_tok_s"] / peer[lv]["aggregate_tok_s"], 2)})
+                h = http[mode].get(lv)
+                if h:
+                    row.update({"http_output_tok_s": round(h["output_tok_s"], 1), "http_threads": h["threads"],
+                                "http_over_in_process": round(h["output_tok_s"] / o["output_tok_s"], 2),
+                                "http_gain_over_c1": round(h["output_tok_s"] / http[mode][first]["output_tok_s"], 2),
+                                "http_ttft_ms_p50_p99": [round(h["ttft_ms_p50"], 1), round(h["ttft_ms_p99"], 1)],
+                                "http_tpot_ms_p50_p99": [round(h["tpot_ms_p50"], 2), round(h["tpot_ms_p99"], 2)],
+                                "http_collapse": h["collapse"]})
+                if mode != "merged" and "merged" in ours:
+                    row["in_process_merged_over_runtime"] = round(ours["merged"][lv]["decode_tok_s"] / o["decode_tok_s"], 2)
+                    if h and http.get("merged", {}).get(lv):
+                        row["http_merged_over_runtime"] = round(http["merged"][lv]["output_tok_s"] / h["output_tok_s"], 2)
+                s[str(lv)] = row
+            print(json.dumps(s), flush=True)
+
+
+if __name__ == "__main__":
+    main()

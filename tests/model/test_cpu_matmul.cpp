@@ -1,0 +1,152 @@
+// The decode kernels of core/model/cpu_matmul.h against double-precision sums: every kernel
+// (n = 1, tiles for 2..15 rows, packed 16..64 and a second chunk), row and k tails (odd k
+// too), fp32 and bf16; the attention rows and the softmax exponential.
+#include <QtTest>
+
+#include <cmath>
+#include <cstring>
+#include <random>
+
+#include "core/model/cpu_matmul.h"
+
+using namespace crosslab::model;
+
+namespace {
+
+uint16_t toBf16(float f) {  // round to nearest even
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  u += 0x7FFF + ((u >> 16) & 1);
+  return uint16_t(u >> 16);
+}
+float fromBf16(uint16_t b) {
+  const uint32_t u = uint32_t(b) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
+}
+
+template <class T>
+double worstRelative(int64_t rows, int64_t k, int64_t n, unsigned seed) {
+  std::mt19937 rng(seed);
+  std::normal_distribution<float> normal;
+  std::vector<T> w(size_t(rows * k)), x(size_t(n * k));
+  std::vector<double> wd(w.size()), xd(x.size());
+  for (size_t i = 0; i < w.size(); ++i) {
+    if constexpr (std::is_same_v<T, float>) wd[i] = w[i] = normal(rng);
+    else wd[i] = fromBf16(w[i] = toBf16(normal(rng)));
+  }
+  for (size_t i = 0; i < x.size(); ++i) {
+    if constexpr (std::is_same_v<T, float>) xd[i] = x[i] = normal(rng);
+    else xd[i] = fromBf16(x[i] = toBf16(normal(rng)));
+  }
+  const int64_t ldy = rows + 3;  // Y's rows longer than W's row count: the stride is honoured
+  std::vector<float> y(size_t(n * ldy), NAN);
+  const MatmulRows<T> xr(x.data(), n, k);
+  const int64_t split = rows / 3;  // two calls, as two threads would split W's rows
+  matmulRows(w.data(), split, xr, y.data(), ldy);
+  matmulRows(w.data() + split * k, rows - split, xr, y.data() + split, ldy);
+  double worst = 0;
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t r = 0; r < rows; ++r) {
+      double exact = 0, scale = 0;
+      for (int64_t i = 0; i < k; ++i) {
+        exact += wd[size_t(r * k + i)] * xd[size_t(b * k + i)];
+        scale += std::fabs(wd[size_t(r * k + i)] * xd[size_t(b * k + i)]);
+      }
+      const double got = y[size_t(b * ldy + r)];
+      worst = std::max(worst, std::isfinite(got) ? std::fabs(got - exact) / std::max(scale, 1e-30) : INFINITY);
+    }
+  for (int64_t b = 0; b < n; ++b)  // nothing written past the rows
+    for (int64_t r = rows; r < ldy; ++r)
+      if (!std::isnan(y[size_t(b * ldy + r)])) return INFINITY;
+  return worst;
+}
+
+}  // namespace
+
+class TestCpuMatmul : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void matmulRowsMatchesExactSums_data() {
+    QTest::addColumn<int>("rows");
+    QTest::addColumn<int>("k");
+    QTest::addColumn<int>("n");
+    for (int n : {1, 2, 3, 4, 5, 8, 15, 16, 17, 33, 48, 64, 70, 130})
+      for (auto [rows, k] : {std::pair{37, 128}, std::pair{16, 224}, std::pair{9, 5}, std::pair{21, 777}})
+        QTest::addRow("%dx%d n=%d", rows, k, n) << rows << k << n;
+  }
+
+  // Relative to Σ|w x|: fp32 sums in a different order than the double reference.
+  void matmulRowsMatchesExactSums() {
+    QFETCH(int, rows);
+    QFETCH(int, k);
+    QFETCH(int, n);
+    const double f32 = worstRelative<float>(rows, k, n, unsigned(rows * 7 + k + n));
+    const double bf16 = worstRelative<uint16_t>(rows, k, n, unsigned(rows * 5 + k + n));
+    QVERIFY2(f32 < 1e-6, qPrintable(QString::number(f32)));
+    QVERIFY2(bf16 < 1e-6, qPrintable(QString::number(bf16)));  // bf16 inputs, fp32 accumulation
+  }
+
+  void attentionRows() {
+    std::mt19937 rng(3);
+    std::normal_distribution<float> normal;
+    for (int64_t hd : {32, 40, 64, 128})
+      for (int64_t len : {1, 3, 4, 9, 70}) {
+        std::vector<float> q(static_cast<size_t>(hd)), k(static_cast<size_t>(len * hd)), p(static_cast<size_t>(len)),
+            s(static_cast<size_t>(len)), out(static_cast<size_t>(hd), 1.0f);
+        std::vector<uint16_t> kb(k.size());
+        for (auto& v : q) v = normal(rng);
+        for (size_t i = 0; i < k.size(); ++i) k[i] = fromBf16(kb[i] = toBf16(normal(rng)));
+        for (auto& v : p) v = std::fabs(normal(rng));
+        for (int pass = 0; pass < 2; ++pass) {
+          pass ? dotRows(q.data(), kb.data(), len, hd, s.data()) : dotRows(q.data(), k.data(), len, hd, s.data());
+          for (int64_t t = 0; t < len; ++t) {
+            double exact = 0;
+            for (int64_t d = 0; d < hd; ++d) exact += double(q[size_t(d)]) * k[size_t(t * hd + d)];
+            QVERIFY(std::fabs(s[size_t(t)] - exact) < 1e-4);
+          }
+          std::fill(out.begin(), out.end(), 1.0f);
+          pass ? weightedRows(p.data(), kb.data(), len, hd, out.data()) : weightedRows(p.data(), k.data(), len, hd, out.data());
+          for (int64_t d = 0; d < hd; ++d) {
+            double exact = 1.0;
+            for (int64_t t = 0; t < len; ++t) exact += double(p[size_t(t)]) * k[size_t(t * hd + d)];
+            QVERIFY(std::fabs(out[size_t(d)] - exact) < 1e-4);
+          }
+        }
+      }
+  }
+
+  // Within 2 ulp of std::exp over softmax's range (below e^-87 both are ~0), and the returned sum.
+  void expShiftedIsExp() {
+    for (int64_t len : {1, 15, 16, 17, 1000}) {
+      std::vector<float> s(static_cast<size_t>(len));
+      for (int64_t t = 0; t < len; ++t)  // from 3 - 100 up to the maximum, 3, as softmax subtracts it
+        s[size_t(t)] = 3.0f - 100.0f * float(len - 1 - t) / float(std::max<int64_t>(1, len - 1));
+      const std::vector<float> in = s;
+      const float sum = expShifted(s.data(), len, 3.0f);
+      double want = 0;
+      for (int64_t t = 0; t < len; ++t) {
+        const float e = std::exp(in[size_t(t)] - 3.0f);
+        want += e;
+        QVERIFY2(std::fabs(s[size_t(t)] - e) <= 2.5e-7f * e + 1e-37f, qPrintable(QString("%1 vs %2").arg(s[size_t(t)]).arg(e)));
+      }
+      QVERIFY2(std::fabs(sum - want) <= 1e-5 * want, qPrintable(QString("len %1: %2 vs %3").arg(len).arg(sum).arg(want)));  // fp32 sums
+    }
+  }
+
+  void siluIsSilu() {
+    std::vector<float> g;
+    for (float x = -120.0f; x <= 120.0f; x += 0.37f) g.push_back(x);
+    const std::vector<float> in = g;
+    siluInPlace(g.data(), int64_t(g.size()));
+    for (size_t i = 0; i < g.size(); ++i) {
+      const float want = in[i] / (1.0f + std::exp(-in[i]));
+      QVERIFY2(std::fabs(g[i] - want) <= 5e-7f * std::fabs(want) + 1e-37f, qPrintable(QString("%1: %2 vs %3").arg(in[i]).arg(g[i]).arg(want)));
+    }
+  }
+};
+
+QTEST_GUILESS_MAIN(TestCpuMatmul)
+#include "test_cpu_matmul.moc"
