@@ -29,14 +29,8 @@ class TestJourneyQuitWhileABoxBills : public QObject {
     QVERIFY(fillProviderForm(window.get(), QString::fromStdString(standin.baseUrl()), "lab", "CROSSLAB_JOURNEY_HOTAISLE_KEY"));
 
     // Rent the 1× MI300X at $2.99/h.
-    QVERIFY(clickButton(window.get(), "fetchOffersButton"));
-    auto* offers = waitFor<QTableView>(window.get(), "offersTable");
-    QVERIFY(waitUntil([&] { return offers->model()->rowCount() == 2; }, "two offers"));
-    QVERIFY(clickRow(offers, rowWith(offers->model(), {"MI300X", "1", "$2.99"})));
-    DialogDriver confirm("QMessageBox", [](QWidget* box) { return answerDefaultNo(box, "Yes", "$2.99/h"); });
-    QVERIFY(clickButton(window.get(), "provisionButton"));
-    QVERIFY2(confirm.wait(), qPrintable(confirm.error()));
-    QVERIFY(waitUntil([&] { return venuesStatus(window.get()).contains(": done"); }, "the rent to finish"));
+    QVERIFY(fetchAndSelectOffer(window.get(), {"MI300X", "1", "$2.99"}));
+    QVERIFY(rentSelectedOffer(window.get(), "$2.99/h"));
     const QString vm = QString::fromStdString(standin.vmNames().at(0));
     QVERIFY(showVenuesTab(window.get(), "Boxes"));
     auto* boxes = waitFor<QTableView>(window.get(), "boxesTable");
