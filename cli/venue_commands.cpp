@@ -15,6 +15,7 @@
 #include "cli/venue_support.h"
 #include "cli/commands.h"
 #include "backends/providers/hotaisle_venue.h"
+#include "core/util/lab_files.h"
 #include "core/venues/timeline_file.h"
 
 namespace crosslab::backends {
@@ -338,6 +339,7 @@ int venuesTimeline(const Args& args, Context& ctx) {
     store.addMilestone(venue, *milestone, args.value("--at").value_or(store::utcNow()), args.value("--note").value_or(""),
                        0, "entered");
   if (auto file = args.value("--import")) {
+    util::refuseLabDatabaseFile(*file, "timeline import");
     std::ifstream in(*file, std::ios::binary);
     if (!in) throw std::runtime_error("cannot read " + *file);
     const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());

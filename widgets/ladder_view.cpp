@@ -15,6 +15,7 @@
 #include "backends/lab_session.h"
 #include "core/store/lab_store.h"
 #include "core/venues/timeline_file.h"
+#include "core/util/lab_files.h"
 #include "core/venues/venue_store.h"
 #include "widgets/boxes_model.h"
 #include "widgets/venue_dialogs.h"
@@ -179,6 +180,9 @@ void LadderView::importTimeline() {
   const QString venue = selectedVenue().isEmpty() ? QStringLiteral("hotaisle") : selectedVenue();
   const QString file = chooseFile_(tr("Import a timeline for %1").arg(venue));
   if (file.isEmpty()) return;
+  if (util::isLabDatabaseFile(file.toStdString()))
+    return emit status(tr("Nothing imported: %1")
+                           .arg(QString::fromStdString(util::labDatabaseRefusal(file.toStdString(), "timeline import"))));
   QFile f(file);
   if (!f.open(QIODevice::ReadOnly)) return emit status(tr("Cannot read %1: %2").arg(file, f.errorString()));
   try {

@@ -4,6 +4,7 @@
 #include <QJsonDocument>
 #include <QJsonObject>
 #include <QFile>
+#include <QDirIterator>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -200,6 +201,16 @@ class TestVenueCli : public QObject {
     const auto t = QJsonDocument::fromJson(r.out).object().value("milestones").toArray();
     QCOMPARE(t.size(), 2);
     QCOMPARE(t[1].toObject().value("source").toString(), QString("imported"));
+    // The lab's own database is refused by name, never opened (issue #11: a stray open+close
+    // would drop this process's locks on it).
+    QDirIterator it(home_.path(), {"lab.sqlite"}, QDir::Files, QDirIterator::Subdirectories);
+    QVERIFY(it.hasNext());
+    const QString db = it.next();
+    r = cli({"venues", "timeline", "imported-venue", "--import", db});
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("only SQLite opens it"), r.err.constData());
+    r = cli({"venues", "timeline", "imported-venue", "--json"});
+    QCOMPARE(QJsonDocument::fromJson(r.out).object().value("milestones").toArray().size(), 2);
   }
 
   void provisionWithUnknownGpuFails() {
