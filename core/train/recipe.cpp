@@ -127,11 +127,25 @@ T as(const json& v, const char* key) {
   }
 }
 
+// A key or text value from a file: UTF-8 (a YAML escape such as "\x85" decodes to a lone
+// byte) without control characters other than tab and line breaks in values (a key holding
+// \x01 or NUL was written back as YAML that read differently). Both end up in our JSON, in
+// the YAML written for a box and in one-line messages.
+void checkText(const std::string& s, const std::string& key, bool isKey) {
+  const std::string what = isKey ? "recipe key '" + util::printable(s) + "'" : key;
+  if (tokenizer::validUtf8Prefix(s) != s.size()) throw std::runtime_error(what + ": not valid UTF-8");
+  for (unsigned char c : s)
+    if ((c < 0x20 && (isKey || (c != '\t' && c != '\n' && c != '\r'))) || c == 0x7f)
+      throw std::runtime_error(what + ": holds a control character");
+}
+
 // Applies a flat object onto `r`; keys it does not know go to unknownKeys.
 void applyObject(Recipe& r, const json& j, bool alphaGiven) {
   for (auto it = j.begin(); it != j.end(); ++it) {
     const std::string& k = it.key();
     const json& v = it.value();
+    checkText(k, k, true);
+    if (v.is_string()) checkText(v.get_ref<const std::string&>(), k, false);
     if (v.is_null()) continue;  // LLaMA-Factory writes None for "unset"
     if (k == "model_name_or_path") r.modelPath = as<std::string>(v, "model_name_or_path");
     else if (k == "dataset") r.dataset = as<std::string>(v, "dataset");

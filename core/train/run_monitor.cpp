@@ -60,7 +60,8 @@ std::optional<double> numberAt(const nlohmann::json& j, const char* key) {
 
 std::optional<std::int64_t> intAt(const nlohmann::json& j, const char* key) {
   auto v = numberAt(j, key);
-  if (!v || !std::isfinite(*v)) return std::nullopt;
+  // Past int64's range (a step of 1e129) is no step: casting it would be undefined behaviour.
+  if (!v || !std::isfinite(*v) || *v >= 9223372036854775808.0 || *v < -9223372036854775808.0) return std::nullopt;
   return static_cast<std::int64_t>(*v);
 }
 
