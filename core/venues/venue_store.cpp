@@ -154,13 +154,15 @@ void VenueStore::markReady(std::int64_t boxId, const std::string& host) {
   st.bind(1, host).bind(2, store::utcNow()).bind(3, boxId).run();
 }
 
-MeterReading VenueStore::meter(const BoxRow& box, double nowEpoch) const {
+MeterReading lifeMeter(const BoxRow& box, double nowEpoch) {
   const auto start = parseUtc(box.provisionedAt);
   if (!start) return {};
   const double end = box.deletedAt.empty() ? nowEpoch : parseUtc(box.deletedAt).value_or(nowEpoch);
   // An unpriced box (one's own machine) still has an uptime; it costs nothing on the meter.
   return meterReading(box.pricePerHour.value_or(0), box.minMinutes, *start, end);
 }
+
+MeterReading VenueStore::meter(const BoxRow& box, double nowEpoch) const { return lifeMeter(box, nowEpoch); }
 
 LifeEnd VenueStore::endBox(std::int64_t boxId, const std::string& finalState, double endEpoch) {
   auto& db = lab_.db();

@@ -3,7 +3,9 @@
 // Venues panel; its tabs chosen and its form filled the way a user does (clicks, typing,
 // Return); rows of its tables selected with a click.
 
+#include <QDir>
 #include <QFileDialog>
+#include <QProcess>
 #include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
@@ -119,6 +121,28 @@ bool addLoopbackBox(QWidget* root, const Sshd& sshd, const QString& name) {
 inline QString venuesStatus(QWidget* root) {
   auto* status = root->findChild<QLabel*>("venuesStatus");
   return status ? status->text() : QString();
+}
+
+// The panel's header: what bills now and its cost so far (shown on every tab).
+inline QString venuesHeader(QWidget* root) {
+  auto* header = root->findChild<QLabel*>("totalCost");
+  return header && header->isVisible() ? header->text() : QString();
+}
+
+// Another process writes to the lab (Python's sqlite3), as a shell beside the window would.
+inline bool labWriteBesideWindow(const QString& labDir, const QString& sql) {
+  static const char* script = R"PY(
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], timeout=60)
+db.execute(sys.argv[2])
+db.commit()
+db.close()
+)PY";
+  QProcess p;
+  p.start(JOURNEY_PYTHON3, {"-c", script, QDir(labDir).filePath("lab.sqlite"), sql});
+  if (p.waitForFinished(kWaitMs) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0) return true;
+  qWarning("python3 writing the lab: %s", p.readAllStandardError().constData());
+  return false;
 }
 
 }  // namespace crosslab::journey
