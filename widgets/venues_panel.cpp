@@ -439,7 +439,7 @@ void VenuesPanel::reloadBoxes() {
 void VenuesPanel::updateTotal() {
   if (!session_->store()) return;
   if (boxes_->rowCount() == 0) {
-    total_->setText(tr("No boxes. Rent one from Offers, or Add box… for a machine reachable by SSH."));
+    total_->setText(tr("No active boxes: nothing billing. Rent one from Offers, or Add box… for a machine reachable by SSH."));
     return;
   }
   int active = 0, billing = 0;
