@@ -28,6 +28,14 @@ void BoxesModel::setRows(std::vector<Row> rows) {
   endResetModel();
 }
 
+void BoxesModel::tick(double nowEpoch) {
+  for (auto& r : rows_) {
+    r.meter = venues::lifeMeter(r.box, nowEpoch);
+    if (r.box.active()) r.idleSeconds = std::max(0.0, nowEpoch - r.lastActivity);
+  }
+  if (!rows_.empty()) emit dataChanged(index(0, Uptime), index(rowCount() - 1, Idle));
+}
+
 double BoxesModel::totalCost() const {
   double t = 0;
   for (const auto& r : rows_) t += r.meter.usd;

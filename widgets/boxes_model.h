@@ -18,10 +18,13 @@ class BoxesModel : public QAbstractTableModel {
     venues::BoxRow box;
     venues::MeterReading meter;
     double idleSeconds = 0;
+    double lastActivity = 0;  // epoch seconds of the last run, transfer or command (idle clock)
   };
   using QAbstractTableModel::QAbstractTableModel;
 
   void setRows(std::vector<Row> rows);
+  // The time-dependent columns (uptime, cost, idle) at `nowEpoch`, from the rows held.
+  void tick(double nowEpoch);
   const Row& row(int r) const { return rows_.at(static_cast<size_t>(r)); }
   double totalCost() const;
   double activeCost() const;  // lives still running

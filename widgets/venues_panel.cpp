@@ -89,6 +89,12 @@ VenuesPanel::VenuesPanel(backends::LabSession* session, QWidget* parent)
     return CloseChoice::Cancel;
   };
   auto* layout = new QVBoxLayout(this);
+  // The panel's header: what bills now and what it cost so far, seen from every tab.
+  total_ = new QLabel(this);
+  total_->setObjectName("totalCost");
+  total_->setWordWrap(true);
+  total_->setTextInteractionFlags(Qt::TextSelectableByMouse);
+  layout->addWidget(total_);
   tabs_ = new QTabWidget(this);
   tabs_->setObjectName("venuesTabs");
   buildOffersTab(tabs_);
@@ -288,10 +294,6 @@ void VenuesPanel::buildBoxesTab(QTabWidget* tabs) {
   files->addWidget(push);
   files->addWidget(pull);
   v->addLayout(files);
-  total_ = new QLabel(page);
-  total_->setObjectName("totalCost");
-  total_->setWordWrap(true);
-  v->addWidget(total_);
   tabs->addTab(page, tr("Boxes"));
 }
 
@@ -424,25 +426,43 @@ void VenuesPanel::reloadBoxes() {
   venues::VenueStore store(*lab);
   const double now = nowEpoch();
   std::vector<BoxesModel::Row> rows;
-  for (const auto& b : store.boxes(showEnded_->isChecked()))
-    rows.push_back({b, store.meter(b, now), b.active() ? store.idleSeconds(b, now) : 0.0});
+  for (const auto& b : store.boxes(showEnded_->isChecked())) {
+    const double idle = b.active() ? store.idleSeconds(b, now) : 0.0;
+    rows.push_back({b, store.meter(b, now), idle, now - idle});
+  }
   boxes_->setRows(std::move(rows));
   for (int r = 0; keep && r < boxes_->rowCount(); ++r)
     if (boxes_->row(r).box.id == keep && !boxesTable_->selectionModel()->isRowSelected(r, {})) boxesTable_->selectRow(r);
+  updateTotal();
+}
+
+void VenuesPanel::updateTotal() {
+  if (!session_->store()) return;
   if (boxes_->rowCount() == 0) {
-    total_->setText(tr("No boxes. Rent one from Offers, or Add box… for a machine reachable by SSH."));
+    total_->setText(tr("No active boxes: nothing billing. Rent one from Offers, or Add box… for a machine reachable by SSH."));
     return;
   }
-  int active = 0;
-  for (int r = 0; r < boxes_->rowCount(); ++r) active += boxes_->row(r).box.active();
+  int active = 0, billing = 0;
+  double perHour = 0;
+  for (int r = 0; r < boxes_->rowCount(); ++r) {
+    const auto& b = boxes_->row(r).box;
+    active += b.active();
+    if (b.billing()) ++billing, perHour += *b.pricePerHour;
+  }
   QString text = tr("Running cost %1 across %2 active box(es)").arg(money(boxes_->activeCost())).arg(active);
+  text += billing ? tr(" — %n billing at %1/h", nullptr, billing).arg(money(perHour)) : tr(" — nothing billing");
   if (const int idle = boxes_->idleCount()) text += tr(" — %1 idle and still billing").arg(idle);
   total_->setText(text);
 }
 
-// The meter: what each box costs now, read from the lab each second (another process
-// may have ended a life or added a box meanwhile).
-void VenuesPanel::tickMeter() { reloadBoxes(); }
+// The meter, each second: uptime, cost and idle time of the lives held, moved on to now
+// without reading the lab (what the lab holds is re-read when it changes: labDataChanged,
+// and after this panel's own writes).
+void VenuesPanel::tickMeter() {
+  if (!session_->store()) return;
+  boxes_->tick(nowEpoch());
+  updateTotal();
+}
 
 std::vector<venues::BoxRow> VenuesPanel::billingBoxes() const {
   std::vector<venues::BoxRow> out;

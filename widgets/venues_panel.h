@@ -131,6 +131,7 @@ class VenuesPanel : public QWidget {
   void loadSettings();
   void saveSetting(const char* key, const QString& value);
   void reloadBoxes();
+  void updateTotal();
   void setBusyUi(bool busy);
   // A prompt about what to select or type first; cleared when the tab changes.
   void hint(const QString& text);

@@ -188,6 +188,7 @@ void VenuesPanel::runOnBox(int row, const QString& command, bool acceptNewHostKe
   const QString name = nameOf(box);
   auto started = [this, box, name, command] {
     if (session_->store()) venues::VenueStore(*session_->store()).touchBox(box.id, "exec", command.left(200).toStdString());
+    reloadBoxes();  // its idle clock starts again
     appendLog(name, "$ " + command + "\n");
   };
   auto status = std::make_shared<int>(-1);
@@ -232,6 +233,7 @@ void VenuesPanel::pushToBox(int row) {
   auto started = [this, box, name, local, remote] {
     if (session_->store())
       venues::VenueStore(*session_->store()).touchBox(box.id, "transfer", ("push " + local + " -> " + remote).toStdString());
+    reloadBoxes();  // its idle clock starts again
     appendLog(name, tr("push %1 -> %2\n").arg(local, remote));
   };
   sshJob(
@@ -260,6 +262,7 @@ void VenuesPanel::pullFromBox(int row) {
   auto started = [this, box, name, local, remote] {
     if (session_->store())
       venues::VenueStore(*session_->store()).touchBox(box.id, "transfer", ("pull " + remote + " -> " + local).toStdString());
+    reloadBoxes();  // its idle clock starts again
     appendLog(name, tr("pull %1 -> %2\n").arg(remote, local));
   };
   sshJob(

@@ -165,14 +165,16 @@ void VenueStore::markReady(std::int64_t boxId, const std::string& host) {
   tx.commit();
 }
 
-MeterReading VenueStore::meter(const BoxRow& box, double nowEpoch) const {
-  // The ledger's derivation (per-minute billing over the minimum), on the life's record. An
-  // unpriced box (one's own machine) still has an uptime; it costs nothing on the meter.
-  auto life = ledger::readLife(lab_, box.id);
-  if (!life) return {};
-  const ledger::LifeLedger l = ledger::derive(*life, nowEpoch);
-  return {l.minutes.used / 60.0, l.minutes.billed / 60.0, l.usd.billed};
+MeterReading lifeMeter(const BoxRow& box, double nowEpoch) {
+  const auto start = parseUtc(box.provisionedAt);
+  if (!start) return {};
+  const double end = box.deletedAt.empty() ? nowEpoch : parseUtc(box.deletedAt).value_or(nowEpoch);
+  // The ledger's billing rule (meterReading: per minute over the minimum; billing does not
+  // depend on the work). An unpriced box (one's own machine) has an uptime and costs nothing.
+  return meterReading(box.pricePerHour.value_or(0), box.minMinutes, *start, end);
 }
+
+MeterReading VenueStore::meter(const BoxRow& box, double nowEpoch) const { return lifeMeter(box, nowEpoch); }
 
 LifeEnd VenueStore::endBox(std::int64_t boxId, const std::string& finalState, double endEpoch) {
   auto& db = lab_.db();

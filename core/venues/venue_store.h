@@ -46,6 +46,9 @@ struct BoxRow {
   bool billing() const { return active() && pricePerHour.has_value() && *pricePerHour > 0; }
 };
 
+// Live cost of a box life at `nowEpoch` (ended lives stop at deleted_at). Pure: no lab read.
+MeterReading lifeMeter(const BoxRow& box, double nowEpoch);
+
 // How a life ended. A life is ended (and its compute booked) exactly once: whoever
 // ends it first books it; a second end changes nothing and says so.
 struct LifeEnd {

@@ -19,6 +19,7 @@
 #include "hotaisle_standin.h"
 #include "sshd_fixture.h"
 #include "tests/journeys/venues_journey.h"
+#include "widgets/boxes_model.h"
 
 using namespace crosslab;
 using namespace crosslab::journey;
@@ -72,18 +73,25 @@ class TestJourneyRentUseAndDeleteInAShell : public QObject {
     QCOMPARE(standin.provisionPosts(), 1);
     QVERIFY(provision->isEnabled());
     const QString vm = QString::fromStdString(standin.vmNames().at(0));
+    // The header, on the Offers tab too: what bills now, at what rate, and its cost so far.
+    QVERIFY2(venuesHeader(window.get()).contains("1 billing at $2.99/h") &&
+                 !venuesHeader(window.get()).contains("Running cost $0.00"),  // the minimum minute from the start
+             qPrintable(venuesHeader(window.get())));
 
     // The box runs. Its sshd here is the loopback one (the VM's own would be at port 22).
     QVERIFY(showVenuesTab(window.get(), "Boxes"));
     auto* boxes = waitFor<QTableView>(window.get(), "boxesTable");
     QVERIFY(waitUntil([&] { return rowWith(boxes->model(), {vm, "running"}) >= 0; }, "the VM running"));
-    window->session()->store()->db().exec(
-        QString("UPDATE boxes SET port = %1, ssh_user = '%2', key_file = '%3' WHERE provider_vm = '%4'")
-            .arg(sshd.port())
-            .arg(sshd.user(), sshd.userKey(), vm)
-            .toStdString());
+    QVERIFY(labWriteBesideWindow(
+        lab.path(), QString("UPDATE boxes SET port = %1, ssh_user = '%2', key_file = '%3' WHERE provider_vm = '%4'")
+                        .arg(sshd.port())
+                        .arg(sshd.user(), sshd.userKey(), vm)));
     const QString address = QString("%1@127.0.0.1:%2").arg(sshd.user()).arg(sshd.port());
     QVERIFY(waitUntil([&] { return rowWith(boxes->model(), {vm, address}) >= 0; }, "the box's new address shown"));
+    // The meter moves each second (uptime), the lab's record of the life unchanged.
+    const auto uptime = [&] { return boxes->model()->index(rowWith(boxes->model(), {vm}), widgets::BoxesModel::Uptime).data().toString(); };
+    const QString before = uptime();
+    QVERIFY2(waitUntil([&] { return uptime() != before; }, "the uptime to move"), qPrintable(before + " -> " + uptime()));
     QVERIFY(clickRow(boxes, rowWith(boxes->model(), {vm})));
     auto* command = waitFor<QLineEdit>(window.get(), "commandEdit");
     QVERIFY(typeInto(command, "echo hello from the box"));
@@ -99,6 +107,7 @@ class TestJourneyRentUseAndDeleteInAShell : public QObject {
     QVERIFY2(r.code == 0, r.err.constData());
     QVERIFY(standin.vmNames().empty());
     QVERIFY(waitUntil([&] { return rowWith(boxes->model(), {vm}) < 0; }, "the ended life gone from the active boxes"));
+    QVERIFY2(venuesHeader(window.get()).contains("nothing billing"), qPrintable(venuesHeader(window.get())));
     QVERIFY(click(waitFor<QCheckBox>(window.get(), "showEndedCheck")));
     QVERIFY(waitUntil([&] { return rowWith(boxes->model(), {vm, "deleted"}) >= 0; }, "the ended life shown"));
     // Tear down on the ended life: nothing to do, nothing booked twice.

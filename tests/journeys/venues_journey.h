@@ -3,7 +3,9 @@
 // Venues panel; its tabs chosen and its form filled the way a user does (clicks, typing,
 // Return); rows of its tables selected with a click.
 
+#include <QDir>
 #include <QFileDialog>
+#include <QProcess>
 #include <QLabel>
 #include <QMessageBox>
 #include <QPushButton>
@@ -136,6 +138,28 @@ inline bool rentSelectedOffer(QWidget* root, const QString& price) {
   DialogDriver confirm("QMessageBox", [price](QWidget* box) { return answerDefaultNo(box, "Yes", price); });
   if (!clickButton(root, "provisionButton") || !confirm.wait()) return false;
   return waitUntil([&] { return venuesStatus(root).contains(": done"); }, "the rent to finish");
+}
+
+// The panel's header: what bills now and its cost so far (shown on every tab).
+inline QString venuesHeader(QWidget* root) {
+  auto* header = root->findChild<QLabel*>("totalCost");
+  return header && header->isVisible() ? header->text() : QString();
+}
+
+// Another process writes to the lab (Python's sqlite3), as a shell beside the window would.
+inline bool labWriteBesideWindow(const QString& labDir, const QString& sql) {
+  static const char* script = R"PY(
+import sqlite3, sys
+db = sqlite3.connect(sys.argv[1], timeout=60)
+db.execute(sys.argv[2])
+db.commit()
+db.close()
+)PY";
+  QProcess p;
+  p.start(JOURNEY_PYTHON3, {"-c", script, QDir(labDir).filePath("lab.sqlite"), sql});
+  if (p.waitForFinished(kWaitMs) && p.exitStatus() == QProcess::NormalExit && p.exitCode() == 0) return true;
+  qWarning("python3 writing the lab: %s", p.readAllStandardError().constData());
+  return false;
 }
 
 }  // namespace crosslab::journey
