@@ -77,13 +77,13 @@ class TestJourneyAddABoxAndMoveFiles : public QObject {
     f.close();
     const QString remote = there.filePath("on-the-box.txt");
     QVERIFY(enterField(window.get(), "remotePathEdit", remote));
-    DialogDriver pickLocal("QFileDialog", [&](QWidget* d) { return typePathInFileDialog(d, local); });
+    DialogDriver pickLocal("QFileDialog", [&](QWidget* d) { return typeFullPathInFileDialog(d, local); });
     QVERIFY(clickButton(window.get(), "pushButton"));
     QVERIFY2(pickLocal.wait(), qPrintable(pickLocal.error()));
     QVERIFY(waitUntil([&] { return log->toPlainText().contains("pushed to " + remote); }, "the push"));
     QVERIFY(QFile::exists(remote));
     const QString back = here.filePath("back.txt");
-    DialogDriver pickSave("QFileDialog", [&](QWidget* d) { return typePathInFileDialog(d, back); });
+    DialogDriver pickSave("QFileDialog", [&](QWidget* d) { return typeFullPathInFileDialog(d, back); });
     QVERIFY(clickButton(window.get(), "pullButton"));
     QVERIFY2(pickSave.wait(), qPrintable(pickSave.error()));
     QVERIFY(waitUntil([&] { return log->toPlainText().contains("pulled into " + back); }, "the pull"));

@@ -148,7 +148,7 @@ class TestJourneyRentUseAndDeleteInAShell : public QObject {
     out.write("{\"milestone\": \"account created\", \"at\": \"2026-01-01T00:45:14Z\"}\n"
               "{\"milestone\": \"key minted\", \"at\": \"2026-01-01T22:30:00Z\"}\n");
     out.close();
-    DialogDriver pick("QFileDialog", [file](QWidget* d) { return typePathInFileDialog(d, file); });
+    DialogDriver pick("QFileDialog", [file](QWidget* d) { return typeFullPathInFileDialog(d, file); });
     QVERIFY(clickButton(window.get(), "importTimelineButton"));
     QVERIFY2(pick.wait(), qPrintable(pick.error()));
     QVERIFY(waitUntil([&] { return listHas(timeline, "key minted  (imported)"); }, "the imported milestones"));

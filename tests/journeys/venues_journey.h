@@ -79,7 +79,7 @@ inline bool answerDefaultNo(QWidget* widget, const QString& answer, const QStrin
 }
 
 // A file dialog answered by typing a full path into its file name field and accepting.
-inline bool typePathInFileDialog(QWidget* dialog, const QString& path) {
+inline bool typeFullPathInFileDialog(QWidget* dialog, const QString& path) {
   auto* fd = qobject_cast<QFileDialog*>(dialog);
   auto* name = fd ? fd->findChild<QLineEdit*>("fileNameEdit") : nullptr;
   if (!name || !click(name)) return false;
