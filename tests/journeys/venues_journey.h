@@ -123,23 +123,6 @@ inline QString venuesStatus(QWidget* root) {
   return status ? status->text() : QString();
 }
 
-// Fetch offers (the form already points at a stand-in that lists `offerCount`) and select
-// the row holding `cells`.
-inline bool fetchAndSelectOffer(QWidget* root, const QStringList& cells, int offerCount = 2) {
-  if (!clickButton(root, "fetchOffersButton")) return false;
-  auto* offers = waitFor<QTableView>(root, "offersTable");
-  return offers && waitUntil([&] { return offers->model()->rowCount() == offerCount; }, "the offers listed") &&
-         clickRow(offers, rowWith(offers->model(), cells));
-}
-
-// Provision… on the selected offer, Yes to the money question (which must name `price`),
-// and wait until the rent is done.
-inline bool rentSelectedOffer(QWidget* root, const QString& price) {
-  DialogDriver confirm("QMessageBox", [price](QWidget* box) { return answerDefaultNo(box, "Yes", price); });
-  if (!clickButton(root, "provisionButton") || !confirm.wait()) return false;
-  return waitUntil([&] { return venuesStatus(root).contains(": done"); }, "the rent to finish");
-}
-
 // The panel's header: what bills now and its cost so far (shown on every tab).
 inline QString venuesHeader(QWidget* root) {
   auto* header = root->findChild<QLabel*>("totalCost");
