@@ -10,6 +10,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/store/run_store.h"
 #include "core/store/sqlite_db.h"
 #include "core/util/lab_files.h"
 
@@ -26,31 +27,6 @@ struct LabInfo {
   std::string createdAt;
   int schemaVersion = 0;
   std::vector<TableCount> counts;
-};
-
-// One logged training step (metrics row).
-struct MetricRow {
-  std::int64_t step = 0;
-  std::optional<double> loss, lr, epoch, evalLoss, wallSeconds, tokensPerSecond;
-  std::optional<std::int64_t> tokens;
-};
-
-struct NewRun {
-  std::string name;
-  std::string kind = "train";
-  std::string engine = "crosslab";
-  std::string model;
-  std::optional<std::int64_t> totalSteps;
-  std::string runDir;
-  std::string recipeJson;
-};
-
-// A run as the Training panel lists it.
-struct RunSummary {
-  std::int64_t id = 0;
-  std::string name, kind, engine, model, venue, status, statusReason, runDir, startedAt, endedAt;
-  std::optional<std::int64_t> totalSteps, lastStep;
-  std::optional<double> lastLoss, tokensPerSecond;
 };
 
 class LabStore {
@@ -72,17 +48,8 @@ class LabStore {
   LabInfo info();
   Database& db() { return db_; }
 
-  // Domain writes used by the CLI and the trainer; each is one transaction.
-  std::int64_t addRun(const NewRun& run);
-  void setRunStatus(std::int64_t runId, const std::string& status, const std::string& reason = {});
-  // Fills in what a trainer knows once it has read its data (a row registered before the
-  // trainer started, e.g. by the Training panel, or a resumed run).
-  void setRunPlan(std::int64_t runId, std::optional<std::int64_t> totalSteps, const std::string& recipeJson);
-  // Upserts: writing a step that exists replaces it, so a resumed run never doubles a step.
-  void appendMetrics(std::int64_t runId, const std::vector<MetricRow>& rows);
-  std::vector<RunSummary> runSummaries(const std::string& kind = "train");
-  // Metrics rows of a run with step > afterStep, in step order (live charts poll this).
-  std::vector<MetricRow> metricsAfter(std::int64_t runId, std::int64_t afterStep);
+  // Runs and metrics: RunStore (run_store.h), the one owner of a run's status.
+  RunStore runs() { return RunStore(*this); }
 
   // Lab-scoped key/value settings (the settings table): choices that belong to the lab,
   // not to the user (a panel's provider URL and team, …). "" when unset.

@@ -252,6 +252,17 @@ ALTER TABLE runs ADD COLUMN weights_sha256 TEXT;
 ALTER TABLE runs ADD COLUMN data_sha256 TEXT;
 )sql";
 
+// Schema 6 (runs): a per-run change sequence on metrics rows (a row rewritten later, e.g.
+// when its eval loss arrives, moves past the others, so a reader polling by seq never
+// misses it), and how a run was launched (where, its work folder and events file), so a
+// window opened later can follow it again.
+constexpr std::string_view kSchema6 = R"sql(
+ALTER TABLE metrics ADD COLUMN seq INTEGER NOT NULL DEFAULT 0;
+CREATE INDEX metrics_seq ON metrics(run_id, seq);
+ALTER TABLE runs ADD COLUMN launch_json TEXT;
+CREATE INDEX runs_dir ON runs(run_dir);
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -261,6 +272,7 @@ const std::vector<Migration>& migrations() {
       {3, "boxes.key_file/provider_vm/team, venues.quota, timeline", kSchema3},
       {4, "boxes.provider/api_url/api_key_env, timeline.box_id/source, probes", kSchema4},
       {5, "box_work, box_transfers, credits, friction.category/ecosystem_specific/origin, runs.*_sha256", kSchema5},
+      {6, "metrics.seq, runs.launch_json", kSchema6},
   };
   return all;
 }

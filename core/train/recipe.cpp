@@ -7,6 +7,8 @@
 #include <cmath>
 #include <cstdio>
 #include <fstream>
+#include <functional>
+#include <regex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
@@ -18,6 +20,9 @@ namespace crosslab::train {
 namespace {
 
 using nlohmann::json;
+using Kind = RecipeField::Kind;
+constexpr unsigned kJson = RecipeField::Json, kYaml = RecipeField::Yaml, kFlag = RecipeField::Flag,
+                   kDialog = RecipeField::Dialog, kAll = kJson | kYaml | kFlag | kDialog;
 
 const std::vector<std::string>& allTargets() {
   static const std::vector<std::string> t = {"q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj"};
@@ -27,35 +32,6 @@ const std::vector<std::string>& allTargets() {
 // Keys LLaMA-Factory's SFT LoRA YAML carries that fix the kind of run rather than tune it.
 const std::set<std::string> kFixedKeys = {"stage", "do_train", "finetuning_type", "overwrite_output_dir",
                                           "plot_loss", "report_to"};
-
-enum class Kind { String, Int, Real, Bool, Targets };
-
-struct Field {
-  const char* key;
-  Kind kind;
-  bool inYaml;  // devices is ours alone: LLaMA-Factory takes it from the launcher
-};
-
-const std::vector<Field>& fields() {
-  static const std::vector<Field> f = {
-      {"model_name_or_path", Kind::String, true}, {"dataset", Kind::String, true},
-      {"dataset_dir", Kind::String, true},        {"template", Kind::String, true},
-      {"cutoff_len", Kind::Int, true},            {"lora_rank", Kind::Int, true},
-      {"lora_alpha", Kind::Int, true},            {"lora_dropout", Kind::Real, true},
-      {"lora_target", Kind::Targets, true},       {"use_rslora", Kind::Bool, true},
-      {"learning_rate", Kind::Real, true},        {"num_train_epochs", Kind::Real, true},
-      {"per_device_train_batch_size", Kind::Int, true},
-      {"gradient_accumulation_steps", Kind::Int, true},
-      {"devices", Kind::Int, false},              {"lr_scheduler_type", Kind::String, true},
-      {"warmup_ratio", Kind::Real, true},         {"max_grad_norm", Kind::Real, true},
-      {"seed", Kind::Int, true},                  {"bf16", Kind::Bool, true},
-      {"max_steps", Kind::Int, true},             {"logging_steps", Kind::Int, true},
-      {"save_steps", Kind::Int, true},            {"val_size", Kind::Real, true},
-      {"eval_steps", Kind::Int, true},            {"output_dir", Kind::String, true},
-      {"deepspeed", Kind::String, true},
-  };
-  return f;
-}
 
 std::string joinTargets(const std::vector<std::string>& t) {
   if (t == allTargets()) return "all";
@@ -83,45 +59,12 @@ std::vector<std::string> parseTargets(const std::string& text) {
   return ordered;
 }
 
-// Recipe -> flat object with LLaMA-Factory key names.
-json toObject(const Recipe& r) {
-  json j;
-  j["model_name_or_path"] = r.modelPath;
-  j["dataset"] = r.dataset;
-  j["dataset_dir"] = r.datasetDir;
-  j["template"] = r.templateName;
-  j["cutoff_len"] = r.cutoffLen;
-  j["lora_rank"] = r.loraRank;
-  j["lora_alpha"] = r.loraAlpha;
-  j["lora_dropout"] = r.loraDropout;
-  j["lora_target"] = joinTargets(r.loraTargets);
-  j["use_rslora"] = r.useRslora;
-  j["learning_rate"] = r.learningRate;
-  j["num_train_epochs"] = r.numTrainEpochs;
-  j["per_device_train_batch_size"] = r.perDeviceTrainBatchSize;
-  j["gradient_accumulation_steps"] = r.gradientAccumulationSteps;
-  j["devices"] = r.devices;
-  j["lr_scheduler_type"] = r.lrSchedulerType;
-  j["warmup_ratio"] = r.warmupRatio;
-  j["max_grad_norm"] = r.maxGradNorm;
-  j["seed"] = r.seed;
-  j["bf16"] = r.dtype == "bf16";
-  j["max_steps"] = r.maxSteps;
-  j["logging_steps"] = r.loggingSteps;
-  j["save_steps"] = r.saveSteps;
-  j["val_size"] = r.valSize;
-  j["eval_steps"] = r.evalSteps;
-  j["output_dir"] = r.outputDir;
-  j["deepspeed"] = r.deepspeed;
-  return j;
-}
-
 template <typename T>
-T as(const json& v, const char* key) {
+T as(const json& v, const std::string& key) {
   try {
     return v.get<T>();
   } catch (const json::exception&) {
-    throw std::runtime_error(std::string(key) + ": expected " +
+    throw std::runtime_error(key + ": expected " +
                              (std::is_same_v<T, bool> ? "true/false" : std::is_same_v<T, std::string> ? "text" : "a number") +
                              ", got " + v.dump());
   }
@@ -139,6 +82,182 @@ void checkText(const std::string& s, const std::string& key, bool isKey) {
       throw std::runtime_error(what + ": holds a control character");
 }
 
+// A field of the table with how to read and write it on a Recipe.
+struct Entry {
+  RecipeField field;
+  std::function<json(const Recipe&)> get;
+  std::function<void(Recipe&, const json&)> set;
+};
+
+RecipeField F(const char* key, Kind kind, unsigned use, const char* flag, const char* label, const char* group,
+              const char* help, double min = 0, double max = 0, int decimals = 0) {
+  RecipeField f;
+  f.key = key;
+  f.kind = kind;
+  f.use = use;
+  f.flag = flag;
+  f.label = label;
+  f.group = group;
+  f.help = help;
+  f.min = min;
+  f.max = max;
+  f.decimals = decimals;
+  return f;
+}
+
+template <typename T>
+Entry member(RecipeField f, T Recipe::*m) {
+  const std::string key = f.key;
+  return {std::move(f), [m](const Recipe& r) { return json(r.*m); },
+          [m, key](Recipe& r, const json& v) { r.*m = as<T>(v, key); }};
+}
+
+Entry with(Entry e, std::vector<std::string> choices, std::vector<std::string> aliases = {}) {
+  e.field.choices = std::move(choices);
+  e.field.aliases = std::move(aliases);
+  return e;
+}
+
+const std::vector<Entry>& entries() {
+  static const std::vector<Entry> t = [] {
+    std::vector<Entry> e;
+    // Model and data
+    e.push_back(with(member(F("model_name_or_path", Kind::Path, kAll, "--model", "Base model", "Data",
+                              "base model folder (model_name_or_path; a path or hub id on a box)"),
+                            &Recipe::modelPath),
+                     {}, {"model"}));
+    e.push_back(member(F("dataset_file", Kind::Path, kJson | kDialog, "", "Training data", "Data",
+                         "alpaca/sharegpt JSON(L) file (ours; LLaMA-Factory gets a dataset_info.json for it)"),
+                       &Recipe::datasetFile));
+    e.push_back(with(member(F("formatting", Kind::Choice, kJson, "", "Data format", "Data",
+                              "alpaca, sharegpt, or auto (by the records' keys)"),
+                            &Recipe::formatting),
+                     {"auto", "alpaca", "sharegpt"}));
+    e.push_back(member(F("dataset", Kind::Text, kJson | kYaml | kFlag | kDialog, "--dataset", "Dataset", "Data",
+                         "dataset name(s) in dataset_info.json"),
+                       &Recipe::dataset));
+    e.push_back(member(F("dataset_dir", Kind::Text, kJson | kYaml | kFlag, "--dataset-dir", "Dataset folder", "Data",
+                         "folder holding dataset_info.json"),
+                       &Recipe::datasetDir));
+    e.push_back(with(member(F("template", Kind::Choice, kJson | kYaml, "", "Template", "Data", "chat template"),
+                            &Recipe::templateName),
+                     {"llama3"}));
+    e.push_back(member(F("cutoff_len", Kind::Int, kAll, "--cutoff-len", "Cutoff (tokens)", "Data",
+                         "tokens per example (lab: 4096)", 2, 1 << 20),
+                       &Recipe::cutoffLen));
+    // LoRA
+    e.push_back(member(F("lora_rank", Kind::Int, kAll, "--lora-rank", "LoRA rank", "LoRA", "LoRA rank r (lab: 16)", 1, 1024),
+                       &Recipe::loraRank));
+    e.push_back(member(F("lora_alpha", Kind::Int, kAll, "--lora-alpha", "LoRA alpha", "LoRA", "LoRA alpha (lab: 32)", 1, 4096),
+                       &Recipe::loraAlpha));
+    e.push_back(member(F("lora_dropout", Kind::Real, kAll, "--lora-dropout", "LoRA dropout", "LoRA", "LoRA dropout (lab: 0)",
+                         0, 0.99, 2),
+                       &Recipe::loraDropout));
+    e.push_back({F("lora_target", Kind::Targets, kAll, "--lora-target", "Targets", "LoRA",
+                   "all, or a comma list of q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"),
+                 [](const Recipe& r) { return json(joinTargets(r.loraTargets)); },
+                 [](Recipe& r, const json& v) { r.loraTargets = parseTargets(as<std::string>(v, "lora_target")); }});
+    e.push_back(member(F("use_rslora", Kind::Bool, kAll, "--use-rslora", "rsLoRA", "LoRA",
+                         "scale by alpha/sqrt(r) instead of alpha/r"),
+                       &Recipe::useRslora));
+    // Optimisation
+    e.push_back(member(F("learning_rate", Kind::Real, kAll, "--learning-rate", "Learning rate", "Optimisation",
+                         "peak learning rate (lab: 1e-4)", 1e-8, 1, 7),
+                       &Recipe::learningRate));
+    e.push_back(member(F("num_train_epochs", Kind::Real, kAll, "--num-train-epochs", "Epochs", "Optimisation",
+                         "epochs (lab: 3)", 0.01, 1000, 2),
+                       &Recipe::numTrainEpochs));
+    e.push_back(member(F("per_device_train_batch_size", Kind::Int, kAll, "--per-device-train-batch-size",
+                         "Micro-batch", "Optimisation", "micro-batch per device", 1, 1024),
+                       &Recipe::perDeviceTrainBatchSize));
+    e.push_back(member(F("gradient_accumulation_steps", Kind::Int, kAll, "--gradient-accumulation-steps",
+                         "Accumulation", "Optimisation", "micro-batches per optimizer step", 1, 4096),
+                       &Recipe::gradientAccumulationSteps));
+    e.push_back(with(member(F("lr_scheduler_type", Kind::Choice, kAll, "--lr-scheduler-type", "Scheduler",
+                              "Optimisation", "linear, cosine or constant"),
+                            &Recipe::lrSchedulerType),
+                     {"linear", "cosine", "constant"}));
+    e.push_back(member(F("warmup_ratio", Kind::Real, kAll, "--warmup-ratio", "Warmup ratio", "Optimisation",
+                         "fraction of steps spent warming up", 0, 0.99, 3),
+                       &Recipe::warmupRatio));
+    e.push_back(member(F("max_grad_norm", Kind::Real, kJson | kYaml | kFlag, "--max-grad-norm", "Max grad norm",
+                         "Optimisation", "gradient clipping norm (0: none)", 0, 1e6, 2),
+                       &Recipe::maxGradNorm));
+    e.push_back(member(F("seed", Kind::Int, kAll, "--seed", "Seed", "Optimisation",
+                         "seed of data order and initialisation", 0, 1 << 30),
+                       &Recipe::seed));
+    // bf16 is LLaMA-Factory's spelling in files; dtype is the flag's and the dialog's.
+    e.push_back({F("bf16", Kind::Bool, kJson | kYaml, "", "bf16", "Optimisation", "bf16 mixed precision"),
+                 [](const Recipe& r) { return json(r.dtype == "bf16"); },
+                 [](Recipe& r, const json& v) { r.dtype = as<bool>(v, "bf16") ? "bf16" : "f32"; }});
+    e.push_back(with({F("dtype", Kind::Choice, kFlag | kDialog, "--dtype", "Precision", "Optimisation", "bf16 or f32"),
+                      [](const Recipe& r) { return json(r.dtype); },
+                      [](Recipe& r, const json& v) {
+                        const auto d = as<std::string>(v, "dtype");
+                        if (d != "bf16" && d != "f32") throw std::runtime_error("dtype must be bf16 or f32, got '" + d + "'");
+                        r.dtype = d;
+                      }},
+                     {"bf16", "f32"}));
+    e.push_back(member(F("max_steps", Kind::Int, kJson | kYaml | kFlag, "--max-steps", "Max steps", "Optimisation",
+                         "stop after N optimizer steps (-1: by epochs)", -1, 1e12),
+                       &Recipe::maxSteps));
+    e.push_back(member(F("gradient_checkpointing", Kind::Bool, kJson | kFlag, "--gradient-checkpointing",
+                         "Gradient checkpointing", "Optimisation",
+                         "recompute activations in backward (LLaMA-Factory's default; false: disable_gradient_checkpointing)"),
+                       &Recipe::gradientCheckpointing));
+    // Logging, checkpoints, eval
+    e.push_back(member(F("logging_steps", Kind::Int, kAll, "--logging-steps", "Log every", "Logging",
+                         "an events line every N steps", 1, 100000),
+                       &Recipe::loggingSteps));
+    e.push_back(member(F("save_steps", Kind::Int, kAll, "--save-steps", "Checkpoint every", "Logging",
+                         "a checkpoint every N steps (0: at the end only)", 0, 100000),
+                       &Recipe::saveSteps));
+    e.push_back(member(F("val_size", Kind::Real, kAll, "--val-size", "Eval share", "Logging",
+                         "held-out fraction for eval loss (default 0)", 0, 0.99, 3),
+                       &Recipe::valSize));
+    e.push_back(member(F("eval_steps", Kind::Int, kAll, "--eval-steps", "Eval every", "Logging",
+                         "eval loss every N steps (needs a held-out share)", 0, 100000),
+                       &Recipe::evalSteps));
+    e.push_back(member(F("output_dir", Kind::Text, kJson | kYaml, "", "Output folder", "Logging",
+                         "run folder (adapter, events, checkpoints)"),
+                       &Recipe::outputDir));
+    // Venue
+    e.push_back(with(member(F("devices", Kind::Int, kJson | kFlag | kDialog, "--devices", "GPUs", "Venue",
+                              "data-parallel processes (GPUs) on the box", 1, 64),
+                            &Recipe::devices),
+                     {}, {"gpus"}));
+    e.push_back(with(member(F("deepspeed_stage", Kind::Int, kJson | kFlag | kDialog, "--deepspeed-stage",
+                              "DeepSpeed ZeRO", "Venue", "0 (none), 2 or 3 (LLaMA-Factory + DeepSpeed)", 0, 3),
+                            &Recipe::deepspeedStage),
+                     {"0", "2", "3"}));
+    e.push_back(member(F("deepspeed_offload", Kind::Bool, kJson | kFlag | kDialog, "--deepspeed-offload",
+                         "CPU offload", "Venue", "offload optimizer and parameters to host RAM (ZeRO 2/3)"),
+                       &Recipe::deepspeedOffload));
+    e.push_back(member(F("launcher", Kind::Text, kJson, "", "Launcher", "Venue",
+                         "program on the box instead of crosslab-cli / llamafactory-cli"),
+                       &Recipe::launcher));
+    return e;
+  }();
+  return t;
+}
+
+const Entry* entryOf(const std::string& key) {
+  for (const auto& e : entries())
+    if (e.field.key == key || std::find(e.field.aliases.begin(), e.field.aliases.end(), key) != e.field.aliases.end())
+      return &e;
+  return nullptr;
+}
+
+// "ds_z3_offload_config.json" (any folder) -> stage 3, offload.
+bool parseDeepspeedName(const std::string& path, int& stage, bool& offload) {
+  static const std::regex re(R"((^|/)ds_z([0-3])(_offload)?_config\.json$)");
+  std::smatch m;
+  if (!std::regex_search(path, m, re)) return false;
+  stage = std::stoi(m[2].str());
+  offload = m[3].matched;
+  return true;
+}
+
 // Applies a flat object onto `r`; keys it does not know go to unknownKeys.
 void applyObject(Recipe& r, const json& j, bool alphaGiven) {
   for (auto it = j.begin(); it != j.end(); ++it) {
@@ -147,36 +266,29 @@ void applyObject(Recipe& r, const json& j, bool alphaGiven) {
     checkText(k, k, true);
     if (v.is_string()) checkText(v.get_ref<const std::string&>(), k, false);
     if (v.is_null()) continue;  // LLaMA-Factory writes None for "unset"
-    if (k == "model_name_or_path") r.modelPath = as<std::string>(v, "model_name_or_path");
-    else if (k == "dataset") r.dataset = as<std::string>(v, "dataset");
-    else if (k == "dataset_dir") r.datasetDir = as<std::string>(v, "dataset_dir");
-    else if (k == "template") r.templateName = as<std::string>(v, "template");
-    else if (k == "cutoff_len") r.cutoffLen = as<int>(v, "cutoff_len");
-    else if (k == "lora_rank") r.loraRank = as<int>(v, "lora_rank");
-    else if (k == "lora_alpha") r.loraAlpha = as<int>(v, "lora_alpha");
-    else if (k == "lora_dropout") r.loraDropout = as<double>(v, "lora_dropout");
-    else if (k == "lora_target") r.loraTargets = parseTargets(as<std::string>(v, "lora_target"));
-    else if (k == "use_rslora") r.useRslora = as<bool>(v, "use_rslora");
-    else if (k == "learning_rate") r.learningRate = as<double>(v, "learning_rate");
-    else if (k == "num_train_epochs") r.numTrainEpochs = as<double>(v, "num_train_epochs");
-    else if (k == "per_device_train_batch_size") r.perDeviceTrainBatchSize = as<int>(v, "per_device_train_batch_size");
-    else if (k == "gradient_accumulation_steps") r.gradientAccumulationSteps = as<int>(v, "gradient_accumulation_steps");
-    else if (k == "devices") r.devices = as<int>(v, "devices");
-    else if (k == "lr_scheduler_type") r.lrSchedulerType = as<std::string>(v, "lr_scheduler_type");
-    else if (k == "warmup_ratio") r.warmupRatio = as<double>(v, "warmup_ratio");
-    else if (k == "max_grad_norm") r.maxGradNorm = as<double>(v, "max_grad_norm");
-    else if (k == "seed") r.seed = as<std::uint64_t>(v, "seed");
-    else if (k == "bf16") r.dtype = as<bool>(v, "bf16") ? "bf16" : "f32";
-    else if (k == "max_steps") r.maxSteps = as<std::int64_t>(v, "max_steps");
-    else if (k == "logging_steps") r.loggingSteps = as<int>(v, "logging_steps");
-    else if (k == "save_steps") r.saveSteps = as<int>(v, "save_steps");
-    else if (k == "val_size") r.valSize = as<double>(v, "val_size");
-    else if (k == "eval_steps") r.evalSteps = as<int>(v, "eval_steps");
-    else if (k == "output_dir") r.outputDir = as<std::string>(v, "output_dir");
-    else if (k == "deepspeed") r.deepspeed = as<std::string>(v, "deepspeed");
-    else if (k == "save_strategy" && v.is_string() && v.get<std::string>() == "no") r.saveSteps = 0;
-    else if (kFixedKeys.count(k)) continue;
-    else r.unknownKeys[k] = v.is_string() ? v.get<std::string>() : v.dump();
+    if (const Entry* e = entryOf(k)) {
+      e->set(r, v);
+    } else if (k == "deepspeed") {
+      // A DeepSpeed JSON path (LLaMA-Factory), or the older "none" / "z3" / "z3_offload".
+      const std::string d = as<std::string>(v, "deepspeed");
+      if (d == "none" || d.empty()) {
+        r.deepspeedStage = 0;
+        r.deepspeedOffload = false;
+      } else if (d == "z2" || d == "z3" || d == "z2_offload" || d == "z3_offload") {
+        r.deepspeedStage = d[1] - '0';
+        r.deepspeedOffload = d.find("offload") != std::string::npos;
+      } else if (!parseDeepspeedName(d, r.deepspeedStage, r.deepspeedOffload)) {
+        r.unknownKeys[k] = d;  // a hand-written config: kept and written back as is
+      }
+    } else if (k == "disable_gradient_checkpointing") {
+      r.gradientCheckpointing = !as<bool>(v, k);
+    } else if (k == "save_strategy" && v.is_string() && v.get<std::string>() == "no") {
+      r.saveSteps = 0;
+    } else if (kFixedKeys.count(k)) {
+      continue;
+    } else {
+      r.unknownKeys[k] = v.is_string() ? v.get<std::string>() : v.dump();
+    }
   }
   if (!alphaGiven) r.loraAlpha = 2 * r.loraRank;
 }
@@ -196,26 +308,32 @@ Recipe llamaFactoryDefaults() {
   return r;
 }
 
-// A YAML scalar as the JSON value of the field's kind (YAML itself is untyped text here).
-json yamlScalar(const YAML::Node& node, const std::string& key) {
-  const auto f = std::find_if(fields().begin(), fields().end(), [&](const Field& x) { return key == x.key; });
+// A text value as the JSON value of the field's kind (YAML scalars and flags are text).
+json typedScalar(const YAML::Node& node, const std::string& key) {
+  const Entry* e = entryOf(key);
+  const RecipeField* f = e ? &e->field : nullptr;
   if (!node.IsScalar()) {
-    if (f != fields().end() && f->kind == Kind::Targets && node.IsSequence()) {
+    if (f && f->kind == Kind::Targets && node.IsSequence()) {
       std::string joined;
       for (const auto& item : node) joined += (joined.empty() ? "" : ",") + item.as<std::string>();
       return joined;
     }
-    if (f != fields().end()) throw std::runtime_error(key + ": expected a single value");
-    YAML::Emitter e;
-    e << YAML::Flow << node;
-    return std::string(e.c_str());
+    if (f) throw std::runtime_error(key + ": expected a single value");
+    YAML::Emitter em;
+    em << YAML::Flow << node;
+    return std::string(em.c_str());
   }
   const std::string text = node.Scalar();
   if (text == "null" || text == "~" || text == "None") return nullptr;
-  if (f == fields().end()) return text;
+  if (!f) {
+    if (key == "disable_gradient_checkpointing") return node.as<bool>(false);
+    return text;
+  }
   try {
     switch (f->kind) {
-      case Kind::String:
+      case Kind::Text:
+      case Kind::Path:
+      case Kind::Choice:
       case Kind::Targets: return text;
       case Kind::Int: return node.as<std::int64_t>();
       case Kind::Real: return node.as<double>();
@@ -223,12 +341,59 @@ json yamlScalar(const YAML::Node& node, const std::string& key) {
     }
   } catch (const YAML::Exception&) {
     throw std::runtime_error(key + ": cannot read '" + text + "' as " +
-                             (f->kind == Kind::Bool ? "true/false" : "a number"));
+                             (f->kind == Kind::Bool ? "true/false" : f->kind == Kind::Int ? "a whole number" : "a number"));
   }
   return text;
 }
 
+// Our keys that LLaMA-Factory's YAML cannot carry: those that differ from the defaults.
+json crosslabExtras(const Recipe& r) {
+  const Recipe d = Recipe::labDefaults();
+  json extras = json::object();
+  for (const auto& e : entries())
+    if (e.field.uses(RecipeField::Json) && !e.field.uses(RecipeField::Yaml) && e.get(r) != e.get(d))
+      extras[e.field.key] = e.get(r);
+  return extras;
+}
+
+constexpr const char* kExtrasComment = "# crosslab: ";
+
 }  // namespace
+
+const std::vector<RecipeField>& recipeFields() {
+  static const std::vector<RecipeField> f = [] {
+    std::vector<RecipeField> out;
+    for (const auto& e : entries()) out.push_back(e.field);
+    return out;
+  }();
+  return f;
+}
+
+const RecipeField* findRecipeField(const std::string& key) {
+  const Entry* e = entryOf(key);
+  if (!e) return nullptr;
+  for (const auto& f : recipeFields())
+    if (f.key == e->field.key) return &f;
+  return nullptr;
+}
+
+std::string recipeFieldText(const Recipe& r, const RecipeField& f) {
+  const Entry* e = entryOf(f.key);
+  if (!e) throw std::runtime_error("unknown recipe key '" + f.key + "'");
+  const json v = e->get(r);
+  if (v.is_boolean()) return v.get<bool>() ? "true" : "false";
+  if (v.is_number_float()) return yamlFloat(v.get<double>());
+  if (v.is_number()) return v.dump();
+  return v.get<std::string>();
+}
+
+void setRecipeField(Recipe& r, const RecipeField& f, const std::string& text) {
+  const Entry* e = entryOf(f.key);
+  if (!e) throw std::runtime_error("unknown recipe key '" + f.key + "'");
+  const json v = typedScalar(YAML::Node(text), f.key);
+  if (v.is_null()) throw std::runtime_error(f.key + ": a value is required");
+  e->set(r, v);
+}
 
 Recipe Recipe::labDefaults() { return Recipe{}; }
 
@@ -250,32 +415,49 @@ double Recipe::loraScaling() const {
   return useRslora ? loraAlpha / std::sqrt(static_cast<double>(loraRank)) : static_cast<double>(loraAlpha) / loraRank;
 }
 
+std::string Recipe::deepspeedConfigName() const {
+  if (deepspeedStage <= 0) return {};
+  return "ds_z" + std::to_string(deepspeedStage) + (deepspeedOffload ? "_offload" : "") + "_config.json";
+}
+
 std::vector<std::string> Recipe::validate() const {
   std::vector<std::string> p;
-  if (loraRank < 1) p.push_back("lora_rank must be at least 1");
-  if (loraAlpha < 1) p.push_back("lora_alpha must be at least 1");
-  if (loraDropout < 0 || loraDropout >= 1) p.push_back("lora_dropout must be in [0, 1)");
+  // Bounds and choices from the field table.
+  for (const auto& e : entries()) {
+    const RecipeField& f = e.field;
+    const json v = e.get(*this);
+    if ((f.kind == Kind::Int || f.kind == Kind::Real) && v.is_number()) {
+      const double x = v.get<double>();
+      if (x < f.min || (f.max > f.min && x > f.max)) {
+        std::ostringstream m;
+        m << f.key << " must be ";
+        if (f.max > f.min) m << "between " << f.min << " and " << f.max;
+        else m << "at least " << f.min;
+        p.push_back(m.str() + " (got " + recipeFieldText(*this, f) + ")");
+      }
+    }
+    if (!f.choices.empty()) {
+      const std::string text = recipeFieldText(*this, f);
+      if (std::find(f.choices.begin(), f.choices.end(), text) == f.choices.end()) {
+        std::string list;
+        for (const auto& c : f.choices) list += (list.empty() ? "" : ", ") + c;
+        p.push_back(f.key + " must be one of " + list + " (got '" + text + "')");
+      }
+    }
+  }
   if (loraTargets.empty()) p.push_back("lora_target names no module");
   if (!(learningRate > 0)) p.push_back("learning_rate must be positive");
   if (!(numTrainEpochs > 0) && maxSteps <= 0) p.push_back("num_train_epochs must be positive (or set max_steps)");
-  if (perDeviceTrainBatchSize < 1) p.push_back("per_device_train_batch_size must be at least 1");
-  if (gradientAccumulationSteps < 1) p.push_back("gradient_accumulation_steps must be at least 1");
-  if (devices < 1) p.push_back("devices must be at least 1");
-  if (cutoffLen < 2) p.push_back("cutoff_len must be at least 2");
-  if (lrSchedulerType != "linear" && lrSchedulerType != "cosine" && lrSchedulerType != "constant")
-    p.push_back("lr_scheduler_type must be linear, cosine or constant");
-  if (warmupRatio < 0 || warmupRatio >= 1) p.push_back("warmup_ratio must be in [0, 1)");
-  if (maxGradNorm < 0) p.push_back("max_grad_norm must not be negative");
-  if (dtype != "bf16" && dtype != "f32") p.push_back("dtype must be bf16 or f32");
-  if (templateName != "llama3") p.push_back("template '" + templateName + "' is not supported (llama3)");
-  if (loggingSteps < 1) p.push_back("logging_steps must be at least 1");
-  if (saveSteps < 0 || evalSteps < 0) p.push_back("save_steps and eval_steps must not be negative");
-  if (valSize < 0 || valSize >= 1) p.push_back("val_size must be in [0, 1)");
+  if (maxSteps == 0) p.push_back("max_steps must be positive, or -1 to train by epochs");
+  if (deepspeedOffload && deepspeedStage < 2) p.push_back("deepspeed_offload needs ZeRO stage 2 or 3");
+  if (evalSteps > 0 && valSize <= 0) p.push_back("eval_steps needs a held-out share (val_size > 0)");
   return p;
 }
 
 std::string recipeToJson(const Recipe& r) {
-  json j = toObject(r);
+  nlohmann::ordered_json j;
+  for (const auto& e : entries())
+    if (e.field.uses(RecipeField::Json)) j[e.field.key] = e.get(r);
   for (const auto& [k, v] : r.unknownKeys) j[k] = v;
   return j.dump(2) + "\n";
 }
@@ -333,21 +515,22 @@ std::string yamlFloat(double v) {
 }
 
 std::string recipeToLlamaFactoryYaml(const Recipe& r) {
-  const json j = toObject(r);
   YAML::Emitter out;
+  const json extras = crosslabExtras(r);
+  if (!extras.empty()) out << YAML::Comment(std::string(kExtrasComment + 2) + extras.dump());
   out << YAML::BeginMap;
   out << YAML::Key << "stage" << YAML::Value << "sft";
   out << YAML::Key << "do_train" << YAML::Value << true;
   out << YAML::Key << "finetuning_type" << YAML::Value << "lora";
-  for (const auto& f : fields()) {
-    if (!f.inYaml) continue;
-    const json& v = j.at(f.key);
+  for (const auto& e : entries()) {
+    const RecipeField& f = e.field;
+    if (!f.uses(RecipeField::Yaml)) continue;
+    const json v = e.get(r);
     // Unset optional keys stay out of the file rather than becoming "" or 0.
-    const std::string key = f.key;
     if ((v.is_string() && v.get<std::string>().empty()) ||
-        ((key == "max_steps" || key == "eval_steps" || key == "val_size") && v.is_number() && v.get<double>() <= 0))
+        ((f.key == "max_steps" || f.key == "eval_steps" || f.key == "val_size") && v.is_number() && v.get<double>() <= 0))
       continue;
-    if (key == "save_steps" && r.saveSteps == 0) {
+    if (f.key == "save_steps" && r.saveSteps == 0) {
       // Ours: no intermediate checkpoints. LLaMA-Factory still saves the final adapter.
       out << YAML::Key << "save_strategy" << YAML::Value << "no";
       continue;
@@ -358,6 +541,9 @@ std::string recipeToLlamaFactoryYaml(const Recipe& r) {
     else if (v.is_number()) out << v.get<std::int64_t>();
     else out << v.get<std::string>();
   }
+  if (!r.gradientCheckpointing) out << YAML::Key << "disable_gradient_checkpointing" << YAML::Value << true;
+  if (!r.deepspeedConfigName().empty())
+    out << YAML::Key << "deepspeed" << YAML::Value << r.deepspeedConfigName();  // staged beside this file
   out << YAML::Key << "overwrite_output_dir" << YAML::Value << true;
   for (const auto& [k, v] : r.unknownKeys) out << YAML::Key << k << YAML::Value << v;
   out << YAML::EndMap;
@@ -383,28 +569,28 @@ static Recipe recipeFromYamlText(const std::string& text) {
   json j = json::object();
   for (const auto& kv : root) {
     const std::string key = kv.first.as<std::string>();
-    j[key] = yamlScalar(kv.second, key);
+    j[key] = typedScalar(kv.second, key);
   }
   Recipe r = llamaFactoryDefaults();
   applyObject(r, j, j.contains("lora_alpha") && !j["lora_alpha"].is_null());
+  // Our own keys, from the comment LLaMA-Factory ignores.
+  std::istringstream lines(text);
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(kExtrasComment, 0) != 0) continue;
+    const auto extras = json::parse(line.substr(std::string(kExtrasComment).size()), nullptr, false);
+    if (!extras.is_object()) throw std::runtime_error("recipe YAML: the '# crosslab:' comment is not a JSON object");
+    applyObject(r, extras, true);
+  }
   return r;
 }
 
 void applyOverrides(Recipe& r, const std::map<std::string, std::string>& values) {
-  json j = json::object();
   for (const auto& entry : values) {
     const std::string& key = entry.first;  // a plain reference: lambdas capture it in C++17 (clang)
-    const std::string& text = entry.second;
-    if (key == "dtype") {
-      if (text != "bf16" && text != "f32") throw std::runtime_error("dtype must be bf16 or f32, got '" + text + "'");
-      j["bf16"] = text == "bf16";
-      continue;
-    }
-    const auto f = std::find_if(fields().begin(), fields().end(), [&](const Field& x) { return key == x.key; });
-    if (f == fields().end()) throw std::runtime_error("unknown recipe key '" + key + "'");
-    j[key] = yamlScalar(YAML::Node(text), key);
+    const RecipeField* f = findRecipeField(key);
+    if (!f) throw std::runtime_error("unknown recipe key '" + key + "'");
+    setRecipeField(r, *f, entry.second);
   }
-  applyObject(r, j, true);
 }
 
 Recipe loadRecipeFile(const std::string& path) {

@@ -1,11 +1,9 @@
 #include "core/train/run_monitor.h"
 
-#include <nlohmann/json.hpp>
-
 #include <algorithm>
 #include <chrono>
 #include <cmath>
-#include <limits>
+#include <cstdio>
 #include <regex>
 
 namespace crosslab::train {
@@ -15,63 +13,7 @@ double steadySeconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// Python's json.dumps writes NaN, Infinity and -Infinity bare; quote them so that a
-// strict parser accepts the line and numberAt() can turn them back into doubles.
-std::string quoteNonFinite(const std::string& line) {
-  std::string out;
-  out.reserve(line.size() + 8);
-  bool inString = false;
-  for (size_t i = 0; i < line.size(); ++i) {
-    const char c = line[i];
-    if (inString) {
-      out += c;
-      if (c == '\\' && i + 1 < line.size()) out += line[++i];
-      else if (c == '"') inString = false;
-      continue;
-    }
-    if (c == '"') inString = true;
-    bool replaced = false;
-    for (const char* word : {"-Infinity", "Infinity", "NaN"}) {
-      const std::string w = word;
-      if (line.compare(i, w.size(), w) == 0) {
-        out += '"' + w + '"';
-        i += w.size() - 1;
-        replaced = true;
-        break;
-      }
-    }
-    if (!replaced) out += c;
-  }
-  return out;
-}
-
-std::optional<double> numberAt(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;  // pre-0.7.1 files write nulls
-  if (it->is_number()) return it->get<double>();
-  if (it->is_string()) {
-    const std::string s = it->get<std::string>();
-    if (s == "NaN") return std::numeric_limits<double>::quiet_NaN();
-    if (s == "Infinity") return std::numeric_limits<double>::infinity();
-    if (s == "-Infinity") return -std::numeric_limits<double>::infinity();
-  }
-  return std::nullopt;
-}
-
-std::optional<std::int64_t> intAt(const nlohmann::json& j, const char* key) {
-  auto v = numberAt(j, key);
-  // Past int64's range (a step of 1e129) is no step: casting it would be undefined behaviour.
-  if (!v || !std::isfinite(*v) || *v >= 9223372036854775808.0 || *v < -9223372036854775808.0) return std::nullopt;
-  return static_cast<std::int64_t>(*v);
-}
-
-std::optional<double> timeAt(const nlohmann::json& j, const char* key) {
-  auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return std::nullopt;
-  if (it->is_number()) return it->get<double>();
-  if (it->is_string()) return parseTimedelta(it->get<std::string>());
-  return std::nullopt;
-}
+std::string seconds(double s) { return std::to_string(static_cast<long long>(std::max(0.0, s))) + " s"; }
 
 bool contains(const std::string& s, const char* needle) { return s.find(needle) != std::string::npos; }
 
@@ -99,49 +41,9 @@ bool looksLikeExceptionLine(const std::string& line) {
 
 }  // namespace
 
-const char* toString(RunState s) {
-  switch (s) {
-    case RunState::Waiting: return "waiting";
-    case RunState::Running: return "running";
-    case RunState::Finished: return "finished";
-    case RunState::Failed: return "failed";
-    case RunState::Stalled: return "stalled";
-  }
-  return "?";
-}
-
-std::optional<double> parseTimedelta(const std::string& text) {
-  static const std::regex re(R"(^\s*(?:(-?\d+) days?, )?(\d+):(\d{2}):(\d{2}(?:\.\d+)?)\s*$)");
-  std::smatch m;
-  if (!std::regex_match(text, m, re)) return std::nullopt;
-  const double days = m[1].matched ? std::stod(m[1].str()) : 0.0;
-  return days * 86400 + std::stod(m[2].str()) * 3600 + std::stod(m[3].str()) * 60 + std::stod(m[4].str());
-}
-
-std::optional<StepPoint> parseEventLine(const std::string& line) {
-  auto j = nlohmann::json::parse(quoteNonFinite(line), nullptr, false);
-  if (!j.is_object()) return std::nullopt;
-  StepPoint p;
-  p.step = intAt(j, "current_steps");
-  if (!p.step) p.step = intAt(j, "step");
-  p.totalSteps = intAt(j, "total_steps");
-  p.totalTokens = intAt(j, "total_tokens");
-  p.loss = numberAt(j, "loss");
-  p.lr = numberAt(j, "lr");
-  if (!p.lr) p.lr = numberAt(j, "learning_rate");  // LLaMA-Factory before 0.9.1
-  p.epoch = numberAt(j, "epoch");
-  p.evalLoss = numberAt(j, "eval_loss");
-  p.throughput = numberAt(j, "throughput");
-  p.elapsedSeconds = timeAt(j, "elapsed_time");
-  p.remainingSeconds = timeAt(j, "remaining_time");
-  if (j.contains("event") && j["event"].is_string()) p.event = j["event"];
-  if (j.contains("message") && j["message"].is_string()) p.message = j["message"];
-  return p;
-}
-
 RunMonitor::RunMonitor(RunMonitorOptions options, Clock clock)
     : opt_(options), clock_(clock ? std::move(clock) : Clock(steadySeconds)) {
-  lastLife_ = clock_();
+  lastProgress_ = clock_();
 }
 
 void RunMonitor::remember(const std::string& line) {
@@ -149,44 +51,65 @@ void RunMonitor::remember(const std::string& line) {
   while (lastLines_.size() > opt_.keepLines) lastLines_.pop_front();
 }
 
-void RunMonitor::life() {
-  lastLife_ = clock_();
-  if (state_ == RunState::Waiting || state_ == RunState::Stalled) {
-    state_ = RunState::Running;
+std::string RunMonitor::lastLinesText(std::size_t n) const {
+  std::string out;
+  const std::size_t from = lastLines_.size() > n ? lastLines_.size() - n : 0;
+  for (std::size_t i = from; i < lastLines_.size(); ++i) {
+    std::string line = lastLines_[i];
+    if (line.size() > 160) line = line.substr(0, 157) + "...";
+    out += (out.empty() ? "" : " | ") + line;
+  }
+  return out;
+}
+
+// Any line: the process exists and talks. Not progress.
+void RunMonitor::alive() {
+  if (status_ == RunStatus::Pending) status_ = RunStatus::Running;
+}
+
+// A new step, an eval, or one of our progress events: the stall clock starts again.
+void RunMonitor::progress() {
+  lastProgress_ = clock_();
+  if (status_ == RunStatus::Pending || status_ == RunStatus::Stalled) {
+    status_ = RunStatus::Running;
     reason_.clear();
-    deadAt_ = -1;
   }
 }
 
 void RunMonitor::fail(const std::string& reason) {
-  if (state_ == RunState::Failed) return;  // the first cause is the one that matters
-  state_ = RunState::Failed;
+  if (status_ == RunStatus::Failed) return;  // the first cause is the one that matters
+  status_ = RunStatus::Failed;
   reason_ = reason;
-  deadAt_ = clock_();
 }
 
-void RunMonitor::noteStep(const StepPoint& p) {
-  if (p.step && (points_.empty() || !points_.back().step || *points_.back().step != *p.step))
+void RunMonitor::noteRecord(const StepRecord& r) {
+  records_.push_back(r);
+  const bool newStep = r.step && r.loss && (!lastStepNo_ || *r.step > *lastStepNo_);
+  if (newStep) {
+    lastStepNo_ = r.step;
     stepTimes_.push_back(clock_());
-  points_.push_back(p);
-  if (p.loss && !std::isfinite(*p.loss))
-    fail("loss is not finite (" + std::to_string(*p.loss) + ") at step " + std::to_string(p.step.value_or(-1)));
-  if (p.event == "end" || p.event == "finished") endSeen_ = true;
-  if (p.event == "error") fail("the run reported an error: " + p.message);
+  }
+  const bool ourEvent = r.event == "start" || r.event == "checkpoint" || r.event == "end" || r.event == "finished";
+  if (status_ != RunStatus::Failed && (newStep || r.isEval() || ourEvent)) progress();
+  if (r.loss && !std::isfinite(*r.loss))
+    fail("loss is not finite (" + std::to_string(*r.loss) + ") at step " + std::to_string(r.step.value_or(-1)));
+  if (r.event == "end" || r.event == "finished") endSeen_ = true;
+  if (r.event == "end" && r.message == "stopped") stoppedSeen_ = true;  // ours, after SIGTERM
+  if (r.event == "error") fail("the run reported an error: " + r.message);
   // LLaMA-Factory has no end event: its last line reaches total_steps.
-  if (p.event.empty() && p.step && p.totalSteps && *p.totalSteps > 0 && *p.step >= *p.totalSteps) endSeen_ = true;
+  if (r.event.empty() && r.step && r.totalSteps && *r.totalSteps > 0 && *r.step >= *r.totalSteps) endSeen_ = true;
 }
 
 void RunMonitor::feedEventLine(const std::string& line) {
   if (line.empty()) return;
-  auto p = parseEventLine(line);
-  if (!p) {
+  auto r = parseEventLine(line);
+  if (!r) {
     feedOutputLine(line);
     return;
   }
   remember(line);
-  if (state_ != RunState::Failed) life();
-  noteStep(*p);
+  if (status_ != RunStatus::Failed) alive();
+  noteRecord(*r);
 }
 
 void RunMonitor::feedOutput(const std::string& chunk) {
@@ -207,7 +130,7 @@ void RunMonitor::scanOutput(const std::string& line) {
   if (!why.empty()) {
     // A traceback's own last line (e.g. "torch.OutOfMemoryError: HIP out of memory")
     // names the cause better than "Python traceback".
-    if (state_ == RunState::Failed && reason_ == "Python traceback") reason_ = why;
+    if (status_ == RunStatus::Failed && reason_ == "Python traceback") reason_ = why;
     else fail(why);
     return;
   }
@@ -218,7 +141,7 @@ void RunMonitor::scanOutput(const std::string& line) {
 
 void RunMonitor::feedOutputLine(const std::string& line) {
   remember(line);
-  if (state_ != RunState::Failed) life();
+  if (status_ != RunStatus::Failed) alive();  // talking is not progress: the stall clock runs on
   scanOutput(line);
 }
 
@@ -227,47 +150,69 @@ void RunMonitor::processExited(int status) {
     feedOutputLine(partial_);
     partial_.clear();
   }
-  if (state_ == RunState::Failed) return;
+  if (status_ == RunStatus::Failed) return;
   if (status == 0 && endSeen_) {
-    state_ = RunState::Finished;
-    reason_ = "finished";
+    status_ = stoppedSeen_ ? RunStatus::Stopped : RunStatus::Finished;
+    reason_ = stoppedSeen_ ? "stopped at step " + std::to_string(lastStepNo_.value_or(0)) + " (checkpoint written)" : "finished";
     return;
   }
-  if (status == 137 || status == 128 + 9) fail("killed (SIGKILL, exit 137; often the host's out-of-memory killer)");
-  else if (status == 0) fail("exited (status 0) without an end event");
-  else if (status < 0) fail("the process is gone and left no exit status");
-  else if (status > 128) fail("killed by signal " + std::to_string(status - 128));
-  else fail("exited with status " + std::to_string(status));
+  std::string why;
+  if (status == 137 || status == 128 + 9) why = "killed (SIGKILL, exit 137; often the host's out-of-memory killer)";
+  else if (status == 0) why = "exited (status 0) without an end event";
+  else if (status < 0) why = "the process is gone and left no exit status";
+  else if (status > 128) why = "killed by signal " + std::to_string(status - 128);
+  else why = "exited with status " + std::to_string(status);
+  // A CLI's one-line error ("error: …") is its last line and says why.
+  if (status > 0 && status < 128 && !lastLines_.empty() && lastLines_.back().rfind("error: ", 0) == 0)
+    why += ": " + lastLines_.back();
+  fail(why);
 }
 
-double RunMonitor::stallThreshold() const {
-  if (stepTimes_.size() < 2) return std::max(opt_.stallFloorSeconds, opt_.startupGraceSeconds);
+std::optional<double> RunMonitor::typicalStepSeconds() const {
+  if (stepTimes_.size() < 2) return std::nullopt;
   std::vector<double> gaps;
   for (size_t i = 1; i < stepTimes_.size(); ++i) gaps.push_back(stepTimes_[i] - stepTimes_[i - 1]);
   std::nth_element(gaps.begin(), gaps.begin() + static_cast<std::ptrdiff_t>(gaps.size() / 2), gaps.end());
-  return std::max(opt_.stallFloorSeconds, opt_.stallFactor * gaps[gaps.size() / 2]);
+  return gaps[gaps.size() / 2];
+}
+
+double RunMonitor::stallThreshold() const {
+  if (stepTimes_.empty()) return std::max(opt_.stallFloorSeconds, opt_.startupGraceSeconds);
+  const auto typical = typicalStepSeconds();
+  return std::max(opt_.stallFloorSeconds, typical ? opt_.stallFactor * *typical : 0.0);
 }
 
 void RunMonitor::tick() {
-  if (state_ != RunState::Running && state_ != RunState::Waiting) return;
-  const double quiet = clock_() - lastLife_;
+  if (status_ != RunStatus::Running && status_ != RunStatus::Pending) return;
+  const double quiet = secondsSinceProgress();
   if (quiet <= stallThreshold()) return;
-  state_ = RunState::Stalled;
-  deadAt_ = clock_();
+  status_ = RunStatus::Stalled;
   const auto last = lastStep();
-  reason_ = "no sign of life for " + std::to_string(static_cast<long long>(quiet)) + " s" +
-            (last && last->step ? " (last step " + std::to_string(*last->step) + ")" : " (no step logged yet)");
+  if (!last) {
+    reason_ = "no step logged " + seconds(quiet) + " after the start (allowance " + seconds(stallThreshold()) + ")";
+  } else {
+    reason_ = "no new step for " + seconds(quiet) + ": last step " + std::to_string(*last->step) +
+              (last->totalSteps ? " of " + std::to_string(*last->totalSteps) : std::string()) + ", " + seconds(quiet) +
+              " ago";
+    if (const auto typical = typicalStepSeconds()) {
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.1f s", *typical);
+      reason_ += std::string(" (steps took ~") + buf + ")";
+    }
+  }
+  const std::string lines = lastLinesText(3);
+  if (!lines.empty()) reason_ += "; last lines: " + lines;
 }
 
-std::optional<StepPoint> RunMonitor::lastStep() const {
-  for (auto it = points_.rbegin(); it != points_.rend(); ++it)
-    if (it->step) return *it;
+std::optional<StepRecord> RunMonitor::lastStep() const {
+  for (auto it = records_.rbegin(); it != records_.rend(); ++it)
+    if (it->step && (it->loss || it->evalLoss || it->event.empty())) return *it;
   return std::nullopt;
 }
 
 double RunMonitor::costWhileDead(double pricePerHour) const {
-  if (state_ != RunState::Failed && state_ != RunState::Stalled) return 0;
-  return pricePerHour * std::max(0.0, clock_() - lastLife_) / 3600.0;
+  if (status_ != RunStatus::Failed && status_ != RunStatus::Stalled) return 0;
+  return pricePerHour * std::max(0.0, secondsSinceProgress()) / 3600.0;
 }
 
 }  // namespace crosslab::train

@@ -3,8 +3,13 @@
 // LLaMA-Factory's trainer_log.jsonl) and its process output, wherever they come from
 // (local file, child process, a file tailed over SSH), and decides: running, finished,
 // failed (exit without an end event, Traceback, CUDA/ROCm OOM, Killed, NCCL/RCCL
-// error, NaN/inf loss) or stalled (no sign of life for too long). Qt-free; the clock
-// is injected so stall detection is tested without sleeping.
+// error, NaN/inf loss) or stalled.
+//
+// Stalled is judged on progress, not on output: a run that prints a warning every second
+// while no new step arrives (a hung collective, a stuck data loader) is as dead as a
+// silent one. Once steps flow, no new step for max(floor, factor × the run's own median
+// step gap) is a stall; before the first step the allowance is longer (models load, data
+// is tokenized). Qt-free; the clock is injected so stalls are tested without sleeping.
 
 #include <cstdint>
 #include <deque>
@@ -13,23 +18,15 @@
 #include <string>
 #include <vector>
 
+#include "core/train/run_status.h"
+#include "core/train/step_record.h"
+
 namespace crosslab::train {
 
-enum class RunState { Waiting, Running, Finished, Failed, Stalled };
-const char* toString(RunState s);
-
-// One parsed event line (a logging step, an eval line, or an event).
-struct StepPoint {
-  std::optional<std::int64_t> step, totalSteps, totalTokens;
-  std::optional<double> loss, lr, epoch, evalLoss, throughput, elapsedSeconds, remainingSeconds;
-  std::string event;  // "start", "checkpoint", "error", "end", … (ours); empty for LLaMA-Factory
-  std::string message;
-};
-
 struct RunMonitorOptions {
-  double stallFloorSeconds = 60;     // never call a run stalled sooner than this
-  double stallFactor = 4;            // … nor sooner than this × the typical gap between steps
-  double startupGraceSeconds = 900;  // before the first step (model loading, compilation)
+  double stallFloorSeconds = 60;     // never call a run stalled sooner than this after progress
+  double stallFactor = 4;            // … nor sooner than this × the run's median step gap
+  double startupGraceSeconds = 900;  // before the first step (model loading, tokenizing)
   std::size_t keepLines = 40;        // last output/event lines kept for the report
 };
 
@@ -48,44 +45,47 @@ class RunMonitor {
   // Checks for a stall at the clock's current time.
   void tick();
 
-  RunState state() const { return state_; }
+  // Pending until the first line, then running, stalled, finished, failed, or stopped
+  // (our trainer's end event after SIGTERM: a clean stop with a checkpoint).
+  RunStatus status() const { return status_; }
   const std::string& reason() const { return reason_; }
   const std::deque<std::string>& lastLines() const { return lastLines_; }
-  const std::vector<StepPoint>& points() const { return points_; }
-  std::optional<StepPoint> lastStep() const;
+  const std::vector<StepRecord>& records() const { return records_; }
+  std::optional<StepRecord> lastStep() const;
   bool endSeen() const { return endSeen_; }
-  // Clock time of the last line of any kind.
-  double lastSignOfLife() const { return lastLife_; }
-  // What the run cost between its last sign of life and now, when it is dead or stalled.
+  // Clock time of the last progress (a new step, an eval, one of our events), or of the
+  // start when there was none yet.
+  double lastProgress() const { return lastProgress_; }
+  double secondsSinceProgress() const { return clock_() - lastProgress_; }
+  // Median seconds between new steps; nullopt before two steps.
+  std::optional<double> typicalStepSeconds() const;
+  // What the run cost from its last progress until now, when it is dead or stalled.
   double costWhileDead(double pricePerHour) const;
   // The stall threshold in force now (seconds).
   double stallThreshold() const;
 
  private:
-  void life();
+  void alive();
+  void progress();
   void fail(const std::string& reason);
   void remember(const std::string& line);
   void scanOutput(const std::string& line);
-  void noteStep(const StepPoint& p);
+  void noteRecord(const StepRecord& r);
+  std::string lastLinesText(std::size_t n) const;
 
   RunMonitorOptions opt_;
   Clock clock_;
-  RunState state_ = RunState::Waiting;
+  RunStatus status_ = RunStatus::Pending;
   std::string reason_;
   std::deque<std::string> lastLines_;
-  std::vector<StepPoint> points_;
+  std::vector<StepRecord> records_;
   std::vector<double> stepTimes_;  // clock time of each new step (for the typical gap)
+  std::optional<std::int64_t> lastStepNo_;
   std::string partial_;            // output chunk tail without a newline yet
-  double lastLife_ = 0;
-  double deadAt_ = -1;  // clock time the failure/stall was detected
+  double lastProgress_ = 0;
   bool endSeen_ = false;
+  bool stoppedSeen_ = false;
   bool tracebackOpen_ = false;
 };
-
-// Python's str(timedelta): "5:13:22", "1 day, 2:03:04", "3 days, 0:00:01.500000".
-std::optional<double> parseTimedelta(const std::string& text);
-
-// Parses one events/trainer_log line (NaN/Infinity literals accepted); nullopt if not JSON.
-std::optional<StepPoint> parseEventLine(const std::string& line);
 
 }  // namespace crosslab::train

@@ -107,8 +107,8 @@ std::int64_t loraParameterCount(const nlohmann::json& config, int rank) {
 
 namespace {
 
-double activationBytes(const Shape& s, const LoraRecipe& r, bool checkpointing) {
-  const double tokens = static_cast<double>(r.microBatch) * r.cutoff;
+double activationBytes(const Shape& s, const train::Recipe& r, bool checkpointing) {
+  const double tokens = static_cast<double>(r.perDeviceTrainBatchSize) * r.cutoffLen;
   const double layer = (kActBytesPerH * s.h + kActBytesPerI * s.inter) * tokens;  // one layer, in full
   const double kept = checkpointing ? s.layers * tokens * s.h * kCheckpointBytesPerH + layer : s.layers * layer;
   return kept + kLogitBytes * tokens * s.vocab;
@@ -116,11 +116,11 @@ double activationBytes(const Shape& s, const LoraRecipe& r, bool checkpointing) 
 
 }  // namespace
 
-std::vector<FitEstimate> estimateFit(const nlohmann::json& config, const LoraRecipe& r, int gpus) {
+std::vector<FitEstimate> estimateFit(const nlohmann::json& config, const train::Recipe& r, int gpus) {
   const Shape s = shapeOf(config);
   const double n = std::max(1, gpus);
   const double weights = 2.0 * static_cast<double>(parameterCount(config)) / kGb;           // bf16
-  const double lora = 16.0 * static_cast<double>(loraParameterCount(config, r.rank)) / kGb;  // fp32 w, g, m, v
+  const double lora = 16.0 * static_cast<double>(loraParameterCount(config, r.loraRank)) / kGb;  // fp32 w, g, m, v
   const double act = activationBytes(s, r, r.gradientCheckpointing) / kGb;
   const double live = std::min(weights, 2.0 * (kLiveParams + kPrefetchPerH2 * s.h * s.h) / kGb);
 
@@ -131,9 +131,10 @@ std::vector<FitEstimate> estimateFit(const nlohmann::json& config, const LoraRec
   return out;
 }
 
-void checkFit(const nlohmann::json& config, const LoraRecipe& recipe, int gpus, double gpuMemoryGb,
+void checkFit(const nlohmann::json& config, const train::Recipe& recipe, int gpus, double gpuMemoryGb,
               std::optional<double> hostRamGb, PreflightReport& report) {
-  const std::string chosen = recipe.deepspeed == "none" ? "zero0" : recipe.deepspeed == "z3" ? "zero3" : "zero3_offload";
+  // ZeRO-2 keeps the whole bf16 weights on every GPU, as ZeRO-0 does: the weights dominate.
+  const std::string chosen = recipe.deepspeedStage < 3 ? "zero0" : recipe.deepspeedOffload ? "zero3_offload" : "zero3";
   for (const auto& e : estimateFit(config, recipe, gpus)) {
     std::ostringstream msg;
     msg << e.strategy << (e.strategy == chosen ? " (the recipe's)" : "") << ": " << gb(e.perGpuGb) << " per GPU of "

@@ -93,7 +93,7 @@ nlohmann::json PreflightReport::toJson() const {
   return {{"blocked", blocked()}, {"findings", arr}};
 }
 
-void checkModelFolder(const fs::path& dir, PreflightReport& report) {
+void checkModelFolder(const fs::path& dir, PreflightReport& report, bool needTokenizerConfig) {
   std::error_code ec;
   if (!fs::is_directory(dir, ec)) {
     report.add(Level::Error, "model folder", dir.string() + " is not a folder");
@@ -103,7 +103,7 @@ void checkModelFolder(const fs::path& dir, PreflightReport& report) {
   const bool fastTok = fs::is_regular_file(dir / "tokenizer.json", ec);
   const bool spTok = fs::is_regular_file(dir / "tokenizer.model", ec);
   if (!fastTok && !spTok) report.add(Level::Error, "model folder", "no tokenizer.json (or tokenizer.model)");
-  if (!fs::is_regular_file(dir / "tokenizer_config.json", ec))
+  if (needTokenizerConfig && !fs::is_regular_file(dir / "tokenizer_config.json", ec))
     report.add(Level::Error, "model folder", "tokenizer_config.json missing");
 
   const fs::path index = dir / "model.safetensors.index.json";

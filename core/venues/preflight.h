@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-#include "core/venues/lora_recipe.h"
+#include "core/train/recipe.h"
 
 namespace crosslab::venues {
 
@@ -33,7 +33,9 @@ struct PreflightReport {
 };
 
 // Files, shards (headers and sizes), config and tokenizer of a Hugging Face model folder.
-void checkModelFolder(const std::filesystem::path& dir, PreflightReport& report);
+// Our engine reads tokenizer.json alone; LLaMA-Factory and vLLM also need
+// tokenizer_config.json (`needTokenizerConfig`).
+void checkModelFolder(const std::filesystem::path& dir, PreflightReport& report, bool needTokenizerConfig = true);
 // `hashesFile` in sha256sum format ("HEX  name"). Shards are hashed only when `allShards`.
 void checkProvenance(const std::filesystem::path& dir, const std::filesystem::path& hashesFile, bool allShards,
                      PreflightReport& report);
@@ -51,9 +53,9 @@ struct FitEstimate {
 };
 std::int64_t parameterCount(const nlohmann::json& config);
 std::int64_t loraParameterCount(const nlohmann::json& config, int rank);
-std::vector<FitEstimate> estimateFit(const nlohmann::json& config, const LoraRecipe& recipe, int gpus);
+std::vector<FitEstimate> estimateFit(const nlohmann::json& config, const train::Recipe& recipe, int gpus);
 // Adds a Finding per strategy against `gpuMemoryGb` (and host RAM when known).
-void checkFit(const nlohmann::json& config, const LoraRecipe& recipe, int gpus, double gpuMemoryGb,
+void checkFit(const nlohmann::json& config, const train::Recipe& recipe, int gpus, double gpuMemoryGb,
               std::optional<double> hostRamGb, PreflightReport& report);
 // Parses `df -Pk DIR` output; bytes available, or nullopt.
 std::optional<std::uint64_t> parseDfAvailable(const std::string& dfOutput);

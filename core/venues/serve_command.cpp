@@ -44,23 +44,31 @@ int adapterRankFromConfig(const std::string& text) {
 
 std::vector<std::string> serveArgv(const ServeSpec& s) {
   if (s.model.empty()) throw std::invalid_argument("serve: no model");
+  if (s.mergeAdapter && s.engine != "crosslab")
+    throw std::invalid_argument(s.engine + " serves a merged model as its own folder: merge the adapter first "
+                                "(crosslab-cli merge) and serve that folder");
+  const auto program = [&](const char* usual) { return s.program.empty() ? std::string(usual) : s.program; };
   std::vector<std::string> a;
   if (s.engine == "vllm") {
-    a = {"vllm", "serve", s.model};
+    a = {program("vllm"), "serve", s.model};
     vllmFlags(s, a);
   } else if (s.engine == "vllm-docker") {
     // Host networking keeps the server on the box's loopback; the model path is mounted as is.
     a = {"docker", "run", "--rm", "--network", "host", "--ipc", "host", "-v", s.model + ":" + s.model};
     for (const auto& ad : s.adapters) a.insert(a.end(), {"-v", ad.path + ":" + ad.path});
-    a.insert(a.end(), {s.image, "vllm", "serve", s.model});
+    a.insert(a.end(), {s.image, program("vllm"), "serve", s.model});
     vllmFlags(s, a);
   } else if (s.engine == "mlx") {
     if (s.adapters.size() > 1) throw std::invalid_argument("mlx_lm.server serves one adapter at a time");
-    a = {"mlx_lm.server", "--model", s.model, "--host", "127.0.0.1", "--port", std::to_string(s.port)};
+    a = {program("mlx_lm.server"), "--model", s.model, "--host", "127.0.0.1", "--port", std::to_string(s.port)};
     if (!s.adapters.empty()) a.insert(a.end(), {"--adapter-path", s.adapters[0].path});
   } else if (s.engine == "crosslab") {
-    a = {"crosslab-cli", "serve", s.model, "--host", "127.0.0.1", "--port", std::to_string(s.port)};
-    for (const auto& ad : s.adapters) a.insert(a.end(), {"--adapter", ad.name + "=" + ad.path});
+    a = {program("crosslab-cli"), "serve", "--model", s.model, "--host", "127.0.0.1", "--port", std::to_string(s.port)};
+    if (s.maxModelLen) a.insert(a.end(), {"--max-model-len", std::to_string(*s.maxModelLen)});
+    if (s.mergeAdapter && s.adapters.size() != 1)
+      throw std::invalid_argument("--merge serves exactly one adapter merged into the weights");
+    for (const auto& ad : s.adapters) a.insert(a.end(), {"--lora", ad.name + "=" + ad.path});
+    if (s.mergeAdapter) a.insert(a.end(), {"--merge", s.adapters[0].name});
   } else {
     throw std::invalid_argument("unknown serving engine '" + s.engine + "' (vllm, vllm-docker, mlx, crosslab)");
   }

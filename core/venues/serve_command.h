@@ -1,6 +1,7 @@
 #pragma once
 // Serving command lines, shown before they run: `vllm serve` (or the same in a
-// container), `mlx_lm.server` on Apple silicon, and `crosslab-cli serve`. All bind the
+// container), `mlx_lm.server` on Apple silicon, and `crosslab-cli serve` (its real flags:
+// --model, --lora NAME=DIR, --merge NAME). All bind the
 // box's 127.0.0.1 so they are reached through the SSH tunnel, never an open port.
 
 #include <optional>
@@ -26,6 +27,8 @@ struct ServeSpec {
   std::optional<double> gpuMemoryUtilization;
   std::string image = "vllm/vllm-openai:latest";  // vllm-docker only (rocm/vllm:latest on AMD)
   bool ray = false;  // tensor parallelism across boxes: vLLM's Ray executor over a started cluster
+  bool mergeAdapter = false;  // crosslab: serve the one adapter merged into the weights (--merge)
+  std::string program;        // the server program on the box; empty: the engine's usual name
 };
 
 // A Ray cluster for vLLM across boxes (the lab's two-Spark TP=2): `ray start` on the

@@ -13,6 +13,8 @@
 #include <thread>
 #include <vector>
 
+#include <unistd.h>
+
 #include "core/store/lab_store.h"
 
 using namespace crosslab::store;
@@ -44,8 +46,8 @@ int main(int argc, char** argv) {
   try {
     auto lab = LabStore::open(argv[1]);
     NewRun run;
-    run.name = "writer";
-    const auto runId = lab.addRun(run);
+    run.name = "writer-" + std::to_string(static_cast<long long>(getpid()));  // one run per writer process
+    const auto runId = lab.runs().requestCreate(run);
     std::printf("run %lld\n", static_cast<long long>(runId));
     std::fflush(stdout);
     for (int t = 0; t < txns; ++t) {
@@ -61,7 +63,7 @@ int main(int argc, char** argv) {
         std::this_thread::sleep_for(std::chrono::seconds(60));
         return 3;  // never reached: the parent kills us
       }
-      lab.appendMetrics(runId, batch(static_cast<std::int64_t>(t) * n, n));
+      lab.runs().appendMetrics(runId, batch(static_cast<std::int64_t>(t) * n, n));
       std::printf("committed %d\n", t + 1);
       std::fflush(stdout);
     }

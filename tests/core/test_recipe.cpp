@@ -3,6 +3,9 @@
 #include <QProcess>
 #include <QTemporaryDir>
 #include <QtTest>
+#include <yaml-cpp/yaml.h>
+
+#include <set>
 
 #include <fstream>
 
@@ -132,8 +135,10 @@ class TestRecipe : public QObject {
     r.dataset = "lab290";
     r.outputDir = "saves/8b";
     r.learningRate = 2e-5;
-    r.deepspeed = "ds_z3_offload_config.json";
+    r.deepspeedStage = 3;
+    r.deepspeedOffload = true;
     const std::string yaml = tr::recipeToLlamaFactoryYaml(r);
+    QVERIFY2(yaml.find("deepspeed: ds_z3_offload_config.json") != std::string::npos, yaml.c_str());
     QVERIFY(yaml.find("stage: sft") != std::string::npos);
     QVERIFY(yaml.find("finetuning_type: lora") != std::string::npos);
     QVERIFY(yaml.find("lora_target: all") != std::string::npos);
@@ -236,6 +241,129 @@ class TestRecipe : public QObject {
     r.lrSchedulerType = "exponential";
     const auto problems = r.validate();
     QCOMPARE(problems.size(), size_t(2));
+  }
+
+  // Every field set away from its default, venue fields included: JSON -> recipe -> YAML
+  // -> recipe -> JSON gives the same JSON, and YAML -> recipe -> YAML the same YAML.
+  void jsonYamlJsonIsAFixedPoint() {
+    Recipe r = Recipe::labDefaults();
+    r.modelPath = "/models/Llama-3.1-70B";
+    r.dataset = "lab290";
+    r.datasetDir = "stage/data";
+    r.datasetFile = "train.json";
+    r.formatting = "sharegpt";
+    r.cutoffLen = 2048;
+    r.loraRank = 8;
+    r.loraAlpha = 24;
+    r.loraDropout = 0.05;
+    r.loraTargets = {"q_proj", "v_proj"};
+    r.useRslora = true;
+    r.learningRate = 2e-5;
+    r.numTrainEpochs = 1.5;
+    r.perDeviceTrainBatchSize = 2;
+    r.gradientAccumulationSteps = 4;
+    r.devices = 2;
+    r.lrSchedulerType = "cosine";
+    r.warmupRatio = 0.03;
+    r.maxGradNorm = 0.5;
+    r.seed = 1234;
+    r.dtype = "f32";
+    r.maxSteps = 50;
+    r.gradientCheckpointing = false;
+    r.loggingSteps = 5;
+    r.saveSteps = 20;
+    r.valSize = 0.1;
+    r.evalSteps = 10;
+    r.outputDir = "output";
+    r.deepspeedStage = 3;
+    r.deepspeedOffload = true;
+    r.launcher = "/opt/venv/bin/llamafactory-cli";
+    QVERIFY(r.validate().empty());
+    const std::string json1 = tr::recipeToJson(r);
+    const std::string yaml1 = tr::recipeToLlamaFactoryYaml(tr::recipeFromJson(json1));
+    const std::string json2 = tr::recipeToJson(tr::recipeFromLlamaFactoryYaml(yaml1));
+    QCOMPARE(QString::fromStdString(json2), QString::fromStdString(json1));
+    QCOMPARE(tr::recipeToLlamaFactoryYaml(tr::recipeFromLlamaFactoryYaml(yaml1)), yaml1);
+    // Our keys ride in a comment LLaMA-Factory ignores; none of them is a YAML key.
+    QVERIFY2(yaml1.find("# crosslab: ") != std::string::npos, yaml1.c_str());
+    const YAML::Node y = YAML::Load(yaml1);
+    for (const char* ours : {"devices", "launcher", "dataset_file", "formatting", "deepspeed_stage", "gradient_checkpointing"})
+      QVERIFY2(!y[ours].IsDefined(), ours);
+    QCOMPARE(y["disable_gradient_checkpointing"].as<bool>(), true);
+    // The lab defaults: no comment at all.
+    QVERIFY(tr::recipeToLlamaFactoryYaml(Recipe::labDefaults()).find("# crosslab") == std::string::npos);
+  }
+
+  // LLaMA-Factory's LoRA SFT keys as interfaces.md lists them (from its examples and
+  // hparams): every one is written, and nothing is written that LLaMA-Factory's argument
+  // parser would refuse (it rejects unknown keys).
+  void llamaFactoryKeysMatchTheReference() {
+    const std::set<std::string> reference = {
+        "model_name_or_path", "stage", "do_train", "finetuning_type", "lora_rank", "lora_alpha", "lora_dropout",
+        "lora_target", "dataset", "dataset_dir", "template", "cutoff_len", "output_dir", "logging_steps", "save_steps",
+        "overwrite_output_dir", "per_device_train_batch_size", "gradient_accumulation_steps", "learning_rate",
+        "num_train_epochs", "lr_scheduler_type", "warmup_ratio", "bf16", "deepspeed"};
+    // Also real arguments of LLaMA-Factory (FinetuningArguments, DataArguments) or of HF
+    // TrainingArguments, which it accepts.
+    const std::set<std::string> alsoAccepted = {"use_rslora", "max_grad_norm", "seed", "max_steps", "val_size",
+                                                "eval_steps", "save_strategy", "disable_gradient_checkpointing"};
+    Recipe r = Recipe::labDefaults();
+    r.modelPath = "/models/Llama-3.1-8B";
+    r.dataset = "lab290";
+    r.outputDir = "output";
+    r.saveSteps = 37;
+    r.deepspeedStage = 3;
+    r.deepspeedOffload = true;
+    const YAML::Node y = YAML::Load(tr::recipeToLlamaFactoryYaml(r));
+    std::set<std::string> written;
+    for (const auto& kv : y) written.insert(kv.first.as<std::string>());
+    for (const auto& k : reference) QVERIFY2(written.count(k), k.c_str());
+    for (const auto& k : written) QVERIFY2(reference.count(k) || alsoAccepted.count(k), k.c_str());
+    QCOMPARE(y["lora_target"].as<std::string>(), std::string("all"));
+    QCOMPARE(y["deepspeed"].as<std::string>(), std::string("ds_z3_offload_config.json"));
+  }
+
+  // The venue tools' older JSON ({"model", "gpus", "deepspeed": "z3_offload", …}) reads
+  // into the one recipe; nothing lands under unknown keys, "none" is not a path.
+  void olderVenueJsonReads() {
+    const Recipe r = tr::recipeFromJson(R"({"model": "/models/llama-70b", "gpus": 2, "deepspeed": "z3_offload",
+        "dataset_file": "train.json", "formatting": "alpaca", "gradient_checkpointing": false, "lora_rank": 8})");
+    QCOMPARE(r.modelPath, std::string("/models/llama-70b"));
+    QCOMPARE(r.devices, 2);
+    QCOMPARE(r.deepspeedStage, 3);
+    QVERIFY(r.deepspeedOffload);
+    QCOMPARE(r.datasetFile, std::string("train.json"));
+    QVERIFY(!r.gradientCheckpointing);
+    QCOMPARE(r.loraAlpha, 16);
+    QVERIFY2(r.unknownKeys.empty(), r.unknownKeys.begin()->first.c_str());
+    const Recipe none = tr::recipeFromJson(R"({"deepspeed": "none"})");
+    QCOMPARE(none.deepspeedStage, 0);
+    QVERIFY(none.unknownKeys.empty());
+    QVERIFY(none.deepspeedConfigName().empty());
+  }
+
+  // The table drives every form: each field's text reads back into the same value, and
+  // every flag names one field.
+  void fieldTableRoundTripsText() {
+    Recipe r = Recipe::labDefaults();
+    r.modelPath = "/m";
+    r.learningRate = 3e-5;
+    r.loraTargets = {"k_proj"};
+    std::set<std::string> flags;
+    for (const auto& f : tr::recipeFields()) {
+      const std::string text = tr::recipeFieldText(r, f);
+      Recipe back = Recipe::labDefaults();
+      tr::setRecipeField(back, f, text);
+      QCOMPARE(QString::fromStdString(tr::recipeFieldText(back, f)), QString::fromStdString(text));
+      if (!f.flag.empty()) QVERIFY2(flags.insert(f.flag).second, f.flag.c_str());
+      if (f.uses(tr::RecipeField::Dialog)) QVERIFY2(!f.label.empty(), f.key.c_str());
+    }
+    QVERIFY(flags.count("--lora-rank") && flags.count("--deepspeed-stage") && flags.count("--devices"));
+    Recipe bad = Recipe::labDefaults();
+    QVERIFY_THROWS_EXCEPTION(std::runtime_error, tr::setRecipeField(bad, *tr::findRecipeField("lora_rank"), "many"));
+    bad.deepspeedStage = 1;
+    bad.deepspeedOffload = true;
+    QCOMPARE(bad.validate().size(), size_t(2));  // stage 1 is no choice; offload needs ZeRO 2/3
   }
 };
 

@@ -9,7 +9,7 @@ using crosslab::train::parseEventLine;
 using crosslab::train::parseTimedelta;
 using crosslab::train::RunMonitor;
 using crosslab::train::RunMonitorOptions;
-using crosslab::train::RunState;
+using crosslab::train::RunStatus;
 
 namespace {
 
@@ -56,10 +56,10 @@ class TestRunMonitor : public QObject {
     FakeClock c;
     RunMonitor m({}, c.fn());
     m.feedEventLine(lfLine(5, 10, 0.5));
-    QCOMPARE(m.state(), RunState::Running);
+    QCOMPARE(m.status(), RunStatus::Running);
     m.feedEventLine(R"({"current_steps": 10, "total_steps": 10, "epoch": 3.0, "percentage": 100.0, "elapsed_time": "0:05:48", "remaining_time": "0:00:00"})");
     m.processExited(0);
-    QCOMPARE(m.state(), RunState::Finished);
+    QCOMPARE(m.status(), RunStatus::Finished);
   }
 
   void ourEndEventFinishes() {
@@ -68,14 +68,14 @@ class TestRunMonitor : public QObject {
     m.feedEventLine(R"({"step": 1, "loss": 2.0, "lr": 1e-4})");
     m.feedEventLine(R"({"event": "end"})");
     m.processExited(0);
-    QCOMPARE(m.state(), RunState::Finished);
+    QCOMPARE(m.status(), RunStatus::Finished);
   }
 
   void exitWithoutEndEventFails() {
     RunMonitor m;
     m.feedEventLine(lfLine(5, 111, 0.5));
     m.processExited(0);
-    QCOMPARE(m.state(), RunState::Failed);
+    QCOMPARE(m.status(), RunStatus::Failed);
     QVERIFY(QString::fromStdString(m.reason()).contains("without an end event"));
   }
 
@@ -84,7 +84,7 @@ class TestRunMonitor : public QObject {
     m.feedEventLine(lfLine(3, 111, 0.5));
     m.feedOutput("Traceback (most recent call last):\n  File \"train.py\", line 3, in <module>\n");
     m.feedOutput("    main()\nFileNotFoundError: tokenizer.json not found\n");
-    QCOMPARE(m.state(), RunState::Failed);
+    QCOMPARE(m.status(), RunStatus::Failed);
     QCOMPARE(QString::fromStdString(m.reason()), QString("Python traceback: FileNotFoundError: tokenizer.json not found"));
     m.processExited(1);
     QVERIFY(QString::fromStdString(m.reason()).contains("FileNotFoundError"));  // first cause kept
@@ -93,48 +93,48 @@ class TestRunMonitor : public QObject {
   void oomInCudaAndRocmWording() {
     RunMonitor cuda;
     cuda.feedOutputLine("torch.cuda.OutOfMemoryError: CUDA out of memory. Tried to allocate 2.00 GiB");
-    QCOMPARE(cuda.state(), RunState::Failed);
+    QCOMPARE(cuda.status(), RunStatus::Failed);
     QVERIFY(QString::fromStdString(cuda.reason()).contains("(CUDA)"));
     RunMonitor rocm;
     rocm.feedOutput("Traceback (most recent call last):\n");
     rocm.feedOutput("torch.OutOfMemoryError: HIP out of memory. Tried to allocate 1.2 GiB. GPU 0 has 191.98 GiB of which 120.00 MiB is free.\n");
-    QCOMPARE(rocm.state(), RunState::Failed);
+    QCOMPARE(rocm.status(), RunStatus::Failed);
     QVERIFY(QString::fromStdString(rocm.reason()).startsWith("GPU out of memory (ROCm)"));
   }
 
   void killedAndExit137() {
     RunMonitor a;
     a.feedOutputLine("Killed");
-    QCOMPARE(a.state(), RunState::Failed);
+    QCOMPARE(a.status(), RunStatus::Failed);
     QVERIFY(QString::fromStdString(a.reason()).contains("killed"));
     RunMonitor b;
     b.feedEventLine(lfLine(1, 10, 1.0));
     b.processExited(137);
-    QCOMPARE(b.state(), RunState::Failed);
+    QCOMPARE(b.status(), RunStatus::Failed);
     QVERIFY(QString::fromStdString(b.reason()).contains("137"));
   }
 
   void ncclAndRcclErrors() {
     RunMonitor a;
     a.feedOutputLine("torch.distributed.DistBackendError: NCCL error in: ProcessGroupNCCL.cpp:1275, unhandled system error");
-    QCOMPARE(a.state(), RunState::Failed);
+    QCOMPARE(a.status(), RunStatus::Failed);
     RunMonitor b;
     b.feedOutputLine("RCCL error: ncclSystemError: System call (e.g. socket, malloc) or external library call failed");
-    QCOMPARE(b.state(), RunState::Failed);
+    QCOMPARE(b.status(), RunStatus::Failed);
     QVERIFY(QString::fromStdString(b.reason()).contains("NCCL/RCCL"));
     RunMonitor c;  // a warning is not a failure
     c.feedOutputLine("NCCL WARN Could not enable P2P");
-    QCOMPARE(c.state(), RunState::Running);
+    QCOMPARE(c.status(), RunStatus::Running);
   }
 
   void nanLossInEventsAndInOutput() {
     RunMonitor a;
     a.feedEventLine(R"({"current_steps": 7, "total_steps": 111, "loss": NaN, "lr": 1e-4})");
-    QCOMPARE(a.state(), RunState::Failed);
+    QCOMPARE(a.status(), RunStatus::Failed);
     QVERIFY(QString::fromStdString(a.reason()).contains("step 7"));
     RunMonitor b;
     b.feedOutputLine("{'loss': nan, 'grad_norm': nan, 'learning_rate': 9e-05, 'epoch': 0.3}");
-    QCOMPARE(b.state(), RunState::Failed);
+    QCOMPARE(b.status(), RunStatus::Failed);
   }
 
   void stallIsDetectedWithinAMinuteOfSteadySteps() {
@@ -147,18 +147,18 @@ class TestRunMonitor : public QObject {
       c.now += 3;  // 3 s per step
       m.tick();
     }
-    QCOMPARE(m.state(), RunState::Running);
+    QCOMPARE(m.status(), RunStatus::Running);
     c.now += 50;
     m.tick();
-    QCOMPARE(m.state(), RunState::Running);  // 53 s quiet: under the floor
+    QCOMPARE(m.status(), RunStatus::Running);  // 53 s quiet: under the floor
     c.now += 10;
     m.tick();
-    QCOMPARE(m.state(), RunState::Stalled);
+    QCOMPARE(m.status(), RunStatus::Stalled);
     QVERIFY(QString::fromStdString(m.reason()).contains("last step 5"));
     c.now += 3600 - 63;  // an hour after the last sign of life
     QCOMPARE(m.costWhileDead(2.99), 2.99);
     m.feedEventLine(lfLine(6, 111, 0.5));  // it was only slow
-    QCOMPARE(m.state(), RunState::Running);
+    QCOMPARE(m.status(), RunStatus::Running);
   }
 
   void slowStepsRaiseTheStallThreshold() {
@@ -171,25 +171,93 @@ class TestRunMonitor : public QObject {
     QCOMPARE(m.stallThreshold(), 400.0);
     c.now += 250;
     m.tick();
-    QCOMPARE(m.state(), RunState::Running);
+    QCOMPARE(m.status(), RunStatus::Running);
   }
 
-  void outputCountsAsLifeAndKeepsLastLines() {
+  // The lab's friction item 5, reproduced: three steps, then a run that never goes quiet —
+  // a warning every half second, as a hung collective or a stuck data loader prints —
+  // and never logs another step. Output is not progress: it is stalled.
+  void warningsForeverWithoutStepsIsStalled() {
+    FakeClock c;
+    RunMonitorOptions opt;
+    opt.stallFloorSeconds = 10;
+    RunMonitor m(opt, c.fn());
+    for (int s = 1; s <= 3; ++s) {
+      m.feedEventLine(lfLine(s, 111, 0.5));
+      c.now += 1;
+    }
+    for (int i = 0; i < 400 && m.status() == RunStatus::Running; ++i) {
+      c.now += 0.5;
+      m.feedOutput("[W ProcessGroupNCCL.cpp:1856] Warning: waiting for collective\n");
+      m.tick();
+    }
+    QCOMPARE(m.status(), RunStatus::Stalled);
+    QVERIFY(m.secondsSinceProgress() > 10 && m.secondsSinceProgress() < 12);  // judged within the floor, not 200 s
+    const QString why = QString::fromStdString(m.reason());
+    QVERIFY2(why.contains("last step 3 of 111"), qPrintable(why));
+    QVERIFY2(why.contains("waiting for collective"), qPrintable(why));  // the last lines
+    QVERIFY2(why.contains("s ago"), qPrintable(why));
+    // The meter: what the stall cost at the box's price, from the last step on.
+    QCOMPARE(m.costWhileDead(3600.0), m.secondsSinceProgress());
+    m.feedEventLine(lfLine(4, 111, 0.5));  // a new step: it was only slow
+    QCOMPARE(m.status(), RunStatus::Running);
+    QVERIFY(m.reason().empty());
+  }
+
+  // Before the first step a run loads its model and tokenizes: a longer allowance, but
+  // counted from the start, not from the last output line.
+  void startupAllowanceCountsFromTheStart() {
     FakeClock c;
     RunMonitorOptions opt;
     opt.keepLines = 3;
+    opt.stallFloorSeconds = 10;
     opt.startupGraceSeconds = 100;
     RunMonitor m(opt, c.fn());
     c.now += 90;
     m.feedOutput("loading shards 1/4\rloading shards 2/4\r");
-    c.now += 90;
     m.tick();
-    QCOMPARE(m.state(), RunState::Running);
+    QCOMPARE(m.status(), RunStatus::Running);  // talking, within the allowance
+    c.now += 20;
+    m.feedOutput("tokenizing 50%\n");
+    m.tick();
+    QCOMPARE(m.status(), RunStatus::Stalled);  // 110 s without a step, however chatty
+    QVERIFY2(QString::fromStdString(m.reason()).contains("no step logged"), m.reason().c_str());
     m.feedOutput("a\nb\nc\nd");
     m.processExited(1);
     QCOMPARE(m.lastLines().size(), size_t{3});
     QCOMPARE(QString::fromStdString(m.lastLines().back()), QString("d"));  // partial line flushed at exit
-    QCOMPARE(m.state(), RunState::Failed);
+    QCOMPARE(m.status(), RunStatus::Failed);
+  }
+
+  void evalAndCheckpointEventsAreProgress() {
+    FakeClock c;
+    RunMonitorOptions opt;
+    opt.stallFloorSeconds = 10;
+    RunMonitor m(opt, c.fn());
+    m.feedEventLine(R"({"current_steps": 1, "loss": 1.0, "event": "step"})");
+    c.now += 8;
+    m.feedEventLine(R"({"current_steps": 1, "eval_loss": 0.9, "event": "eval"})");
+    c.now += 8;
+    m.feedEventLine(R"({"current_steps": 1, "event": "checkpoint", "message": "checkpoint-1"})");
+    c.now += 8;
+    m.tick();
+    QCOMPARE(m.status(), RunStatus::Running);  // 24 s since the step, 8 s since progress
+  }
+
+  void stopEventEndsAsStopped() {
+    RunMonitor m;
+    m.feedEventLine(R"({"current_steps": 3, "loss": 1.0, "event": "step"})");
+    m.feedEventLine(R"({"current_steps": 3, "event": "end", "message": "stopped"})");
+    m.processExited(0);
+    QCOMPARE(m.status(), RunStatus::Stopped);
+    QVERIFY(QString::fromStdString(m.reason()).contains("step 3"));
+  }
+
+  void cliErrorLineNamesTheExit() {
+    RunMonitor m;
+    m.feedOutput("error: no tokenizer.json in /m\n");
+    m.processExited(1);
+    QCOMPARE(QString::fromStdString(m.reason()), QString("exited with status 1: error: no tokenizer.json in /m"));
   }
 };
 

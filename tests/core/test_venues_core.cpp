@@ -304,36 +304,23 @@ class TestVenuesCore : public QObject {
     QCOMPARE(QString::fromStdString(lab.setting("venues.nothing")), QString());
   }
 
-  void llamaFactoryYamlHasTheDocumentedKeys() {
-    LoraRecipe r = LoraRecipe::fromJson({{"model", "/models/llama-3.1-8b"}, {"deepspeed", "z3_offload"}, {"gpus", 2}});
-    QCOMPARE(r.alpha, 32);  // 2 × rank by default
-    const YAML::Node y = YAML::Load(llamaFactoryTrainYaml(r, "data", "ds_z3_offload.json"));
-    for (const char* k : {"model_name_or_path", "stage", "do_train", "finetuning_type", "lora_rank", "lora_alpha",
-                          "lora_dropout", "lora_target", "dataset", "dataset_dir", "template", "cutoff_len",
-                          "output_dir", "logging_steps", "overwrite_output_dir", "per_device_train_batch_size",
-                          "gradient_accumulation_steps", "learning_rate", "num_train_epochs", "lr_scheduler_type",
-                          "warmup_ratio", "bf16", "deepspeed"})
-      QVERIFY2(y[k].IsDefined(), k);
-    QCOMPARE(QString::fromStdString(y["stage"].as<std::string>()), QString("sft"));
-    QCOMPARE(QString::fromStdString(y["finetuning_type"].as<std::string>()), QString("lora"));
-    QCOMPARE(QString::fromStdString(y["lora_target"].as<std::string>()), QString("all"));
-    QCOMPARE(y["lora_rank"].as<int>(), 16);
-    QCOMPARE(y["cutoff_len"].as<int>(), 4096);
-    QCOMPARE(y["learning_rate"].as<double>(), 1e-4);
-    QCOMPARE(y["gradient_accumulation_steps"].as<int>(), 8);
-    QCOMPARE(y["bf16"].as<bool>(), true);
-    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, LoraRecipe::fromJson({{"formatting", "csv"}}));
-    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, LoraRecipe::fromJson({{"lora_rank", "sixteen"}}));
-  }
-
   void datasetInfoAndDeepSpeedJson() {
-    LoraRecipe r;
-    auto info = llamaFactoryDatasetInfo(r);
+    auto info = llamaFactoryDatasetInfo("lab_sft", "train.json", "alpaca");
     QCOMPARE(QString::fromStdString(info["lab_sft"]["formatting"]), QString("alpaca"));
+    QCOMPARE(QString::fromStdString(info["lab_sft"]["file_name"]), QString("train.json"));
     QCOMPARE(QString::fromStdString(info["lab_sft"]["columns"]["prompt"]), QString("instruction"));
-    r.formatting = "sharegpt";
-    info = llamaFactoryDatasetInfo(r);
+    info = llamaFactoryDatasetInfo("lab_sft", "train.json", "sharegpt");
     QCOMPARE(QString::fromStdString(info["lab_sft"]["columns"]["messages"]), QString("conversations"));
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, llamaFactoryDatasetInfo("x", "x.json", "csv"));
+    fs::create_directories(dir("fmt"));
+    writeText(dir("fmt") / "a.json", R"([{"instruction": "q", "input": "", "output": "a"}])");
+    writeText(dir("fmt") / "s.jsonl", "{\"conversations\": [{\"from\": \"human\", \"value\": \"q\"}]}\n");
+    QCOMPARE(dataFormatting((dir("fmt") / "a.json").string()), std::string("alpaca"));
+    QCOMPARE(dataFormatting((dir("fmt") / "s.jsonl").string()), std::string("sharegpt"));
+    const auto z2 = deepspeedConfig(2, true);
+    QCOMPARE(z2["zero_optimization"]["stage"].get<int>(), 2);
+    QCOMPARE(QString::fromStdString(z2["zero_optimization"]["offload_optimizer"]["device"]), QString("cpu"));
+    QVERIFY(!z2["zero_optimization"].contains("offload_param"));
     const auto z3 = deepspeedZero3(false);
     QCOMPARE(z3["zero_optimization"]["stage"].get<int>(), 3);
     QVERIFY(!z3["zero_optimization"].contains("offload_param"));
@@ -365,6 +352,18 @@ class TestVenuesCore : public QObject {
     s.engine = "mlx";
     s.adapters[0].path = "/Users/me/adapter dir";
     QVERIFY(shellJoin(serveArgv(s)).find("--adapter-path '/Users/me/adapter dir'") != std::string::npos);
+    // Our own server on the box: the real `serve` flags (--model, --lora NAME=DIR, --merge NAME).
+    s.engine = "crosslab";
+    s.adapters[0].path = "/runs/1/adapter";
+    s.program = "/opt/crosslab/bin/crosslab-cli";
+    QCOMPARE(QString::fromStdString(shellJoin(serveArgv(s))),
+             QString("/opt/crosslab/bin/crosslab-cli serve --model /models/llama-3.1-70b --host 127.0.0.1 --port 8000 "
+                     "--max-model-len 8192 --lora tuned=/runs/1/adapter"));
+    s.mergeAdapter = true;
+    QVERIFY(shellJoin(serveArgv(s)).find("--lora tuned=/runs/1/adapter --merge tuned") != std::string::npos);
+    s.engine = "vllm";
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, serveArgv(s));  // vLLM serves a merged folder as a model
+    s.mergeAdapter = false;
     s.engine = "tgi";
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, serveArgv(s));
     QVERIFY_THROWS_EXCEPTION(std::invalid_argument, adapterRankFromConfig("{}"));
@@ -437,8 +436,8 @@ class TestVenuesCore : public QObject {
     QVERIFY(std::abs(parameterCount(llama31_8b()) - 8'030'261'248LL) < 1'000'000);  // Llama 3.1 8B: 8.03B
     // r16 on all linear layers of Llama 3.1 8B: 42M trainable parameters (PEFT prints 41,943,040).
     QCOMPARE(loraParameterCount(llama31_8b(), 16), std::int64_t{41'943'040});
-    LoraRecipe r;
-    r.deepspeed = "z3";
+    crosslab::train::Recipe r;
+    r.deepspeedStage = 3;
     PreflightReport rep;
     checkFit(llama31_70b(), r, 2, 192, 448, rep);  // 2x MI300X: ZeRO-3 with checkpointing fits
     QVERIFY(!rep.blocked());
@@ -449,7 +448,7 @@ class TestVenuesCore : public QObject {
     QVERIFY(hasFinding(rep, Finding::Level::Error, "fit", "zero3 (the recipe's)"));
     QVERIFY(hasFinding(rep, Finding::Level::Ok, "fit", "zero3_offload"));
     r.gradientCheckpointing = false;  // every layer's activations kept, 2 × 4096 tokens per micro-batch
-    r.microBatch = 2;
+    r.perDeviceTrainBatchSize = 2;
     rep = {};
     checkFit(llama31_70b(), r, 2, 192, 448, rep);
     QVERIFY(rep.blocked());  // the recipe's own strategy will not fit
@@ -459,8 +458,8 @@ class TestVenuesCore : public QObject {
   // 4096, micro-batch 1, on 2× MI300X 192 GB. Plain ZeRO-3 OOMed with 120 MB free; ZeRO-3
   // with parameter and optimizer offload to the 448 GB of host RAM fit.
   void fitReproducesTheLabsZero3Oom() {
-    LoraRecipe r;  // the lab's recipe is the default one
-    r.deepspeed = "z3";
+    crosslab::train::Recipe r;  // the lab's recipe is the default one
+    r.deepspeedStage = 3;
     // Counted from what the model keeps, the OOM is reproduced when every layer's
     // activations at the cutoff are kept (no gradient checkpointing): ~134 GB of them.
     r.gradientCheckpointing = false;
@@ -476,7 +475,7 @@ class TestVenuesCore : public QObject {
     QVERIFY2(est[2].perGpuGb < 0.9 * 192, qPrintable(QString::number(est[2].perGpuGb)));  // offload: fits, not tight
     QVERIFY(est[2].cpuRamGb > 141 && est[2].cpuRamGb < 448);  // bf16 weights + LoRA states in host RAM
     // The same with offload chosen: nothing blocks.
-    r.deepspeed = "z3_offload";
+    r.deepspeedOffload = true;
     rep = {};
     checkFit(llama31_70b(), r, 2, 192, 448, rep);
     QVERIFY(!rep.blocked());
@@ -487,7 +486,7 @@ class TestVenuesCore : public QObject {
     QVERIFY(estimateFit(llama31_70b(), r, 2)[1].perGpuGb < 100);
     // Within a few hundred MB of the limit → tight (warning), not fine.
     r.gradientCheckpointing = false;
-    r.deepspeed = "z3";
+    r.deepspeedOffload = false;
     const double need = estimateFit(llama31_70b(), r, 2)[1].perGpuGb;
     rep = {};
     checkFit(llama31_70b(), r, 2, need + 0.12, 448, rep);  // the lab's 120 MB to spare
