@@ -40,17 +40,14 @@ std::optional<double> gpuMemoryGb(ssh::SshSession& s) {
 
 // The memory fit per GPU of --recipe on --model, for `mem` GB cards.
 void checkFitFor(const Args& args, const fs::path& model, double mem, venues::PreflightReport& report) {
-  std::ifstream rin(*args.value("--recipe"));
-  const auto recipeJson = nlohmann::json::parse(rin, nullptr, false);
-  if (recipeJson.is_discarded()) throw std::runtime_error("cannot read recipe " + *args.value("--recipe"));
-  const auto recipe = venues::LoraRecipe::fromJson(recipeJson);
+  const auto recipe = train::loadRecipeFile(*args.value("--recipe"));
   std::ifstream cin(model / "config.json");
   const auto config = nlohmann::json::parse(cin, nullptr, false);
   if (config.is_discarded()) {
     report.add(Finding::Level::Warning, "fit", "not estimated: the model has no readable config.json");
     return;
   }
-  const int gpus = int(args.integer("--gpus", recipe.gpus, 1, 4096));
+  const int gpus = int(args.integer("--gpus", recipe.devices, 1, 4096));
   venues::checkFit(config, recipe, gpus, mem, std::nullopt, report);
 }
 

@@ -7,29 +7,11 @@
 namespace crosslab::cli {
 namespace {
 
-// Flag name -> recipe key; help text.
-const std::vector<std::pair<OptionSpec, const char*>>& flagTable() {
-  static const std::vector<std::pair<OptionSpec, const char*>> t = {
-      {{"--model", true, "base model folder (model_name_or_path)"}, "model_name_or_path"},
-      {{"--dataset", true, "dataset name(s) in dataset_info.json"}, "dataset"},
-      {{"--dataset-dir", true, "folder holding dataset_info.json"}, "dataset_dir"},
-      {{"--lora-rank", true, "LoRA rank r (lab: 16)"}, "lora_rank"},
-      {{"--lora-alpha", true, "LoRA alpha (lab: 32)"}, "lora_alpha"},
-      {{"--lora-dropout", true, "LoRA dropout (lab: 0)"}, "lora_dropout"},
-      {{"--lora-target", true, "all, or a comma list of q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj"}, "lora_target"},
-      {{"--learning-rate", true, "peak learning rate (lab: 1e-4)"}, "learning_rate"},
-      {{"--num-train-epochs", true, "epochs (lab: 3)"}, "num_train_epochs"},
-      {{"--per-device-train-batch-size", true, "micro-batch per device"}, "per_device_train_batch_size"},
-      {{"--gradient-accumulation-steps", true, "micro-batches per optimizer step"}, "gradient_accumulation_steps"},
-      {{"--cutoff-len", true, "tokens per example (lab: 4096)"}, "cutoff_len"},
-      {{"--lr-scheduler-type", true, "linear, cosine or constant"}, "lr_scheduler_type"},
-      {{"--warmup-ratio", true, "fraction of steps spent warming up"}, "warmup_ratio"},
-      {{"--logging-steps", true, "an events line every N steps"}, "logging_steps"},
-      {{"--save-steps", true, "a checkpoint every N steps (0: at the end only)"}, "save_steps"},
-      {{"--seed", true, "seed of data order and initialisation"}, "seed"},
-      {{"--dtype", true, "bf16 or f32"}, "dtype"},
-      {{"--max-steps", true, "stop after N optimizer steps"}, "max_steps"},
-  };
+// The recipe's flags, from its field table: --lora-rank -> lora_rank, help text and all.
+std::vector<std::pair<OptionSpec, std::string>> flagTable() {
+  std::vector<std::pair<OptionSpec, std::string>> t;
+  for (const auto& f : train::recipeFields())
+    if (f.uses(train::RecipeField::Flag)) t.push_back({{f.flag, true, f.help}, f.key});
   return t;
 }
 

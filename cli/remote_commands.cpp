@@ -19,8 +19,9 @@
 #include "cli/remote_steps.h"
 #include "cli/commands.h"
 #include "backends/remote/remote_run.h"
+#include "backends/remote/box_access.h"
+#include "backends/remote/run_stage.h"
 #include "core/ledger/life_recorder.h"
-#include "core/venues/llamafactory_config.h"
 
 namespace fs = std::filesystem;
 
@@ -31,59 +32,6 @@ namespace {
 using cli::Args;
 using cli::Context;
 
-venues::LoraRecipe readRecipe(const std::string& file) {
-  std::ifstream in(file);
-  if (!in) throw std::runtime_error("cannot read recipe " + file);
-  const auto j = nlohmann::json::parse(in, nullptr, false);
-  if (j.is_discarded()) throw std::runtime_error(file + " is not JSON");
-  return venues::LoraRecipe::fromJson(j);
-}
-
-void writeFile(const fs::path& p, const std::string& text) {
-  fs::create_directories(p.parent_path());
-  std::ofstream out(p, std::ios::binary);
-  out << text;
-  if (!out) throw std::runtime_error("cannot write " + p.string());
-}
-
-// Writes the LLaMA-Factory inputs into `stage`; returns the launch command.
-std::string stageLlamaFactory(const venues::LoraRecipe& recipe, const fs::path& data, const fs::path& stage,
-                              const std::string& launcher) {
-  std::string ds;
-  if (recipe.deepspeed != "none") {
-    ds = recipe.deepspeed == "z3_offload" ? "ds_z3_offload_config.json" : "ds_z3_config.json";
-    writeFile(stage / ds, venues::deepspeedZero3(recipe.deepspeed == "z3_offload").dump(2) + "\n");
-  }
-  writeFile(stage / "train.yaml", venues::llamaFactoryTrainYaml(recipe, "data", ds));
-  writeFile(stage / "data" / "dataset_info.json", venues::llamaFactoryDatasetInfo(recipe).dump(2) + "\n");
-  fs::copy_file(data, stage / "data" / recipe.datasetFile, fs::copy_options::overwrite_existing);
-  const std::string prefix = recipe.gpus > 1 ? "FORCE_TORCHRUN=1 " : "";  // LLaMA-Factory's multi-GPU switch
-  return prefix + (launcher.empty() ? "llamafactory-cli" : launcher) + " train train.yaml";
-}
-
-// Writes our engine's inputs and the `crosslab-cli train` command line that uses them.
-std::string stageCrosslab(const venues::LoraRecipe& recipe, const fs::path& data, const fs::path& stage,
-                          const std::string& launcher) {
-  writeFile(stage / "recipe.json", recipe.toJson().dump(2) + "\n");
-  fs::create_directories(stage / "data");
-  fs::copy_file(data, stage / "data" / recipe.datasetFile, fs::copy_options::overwrite_existing);
-  return (launcher.empty() ? "crosslab-cli" : launcher) + " train --recipe recipe.json --model " +
-         ssh::shellQuote(recipe.model) + " --data data/" + recipe.datasetFile + " --out " + ssh::shellQuote(recipe.outputDir);
-}
-
-void uploadFolder(ssh::SshSession& session, const fs::path& stage, const std::string& workDir) {
-  const auto r = session.run("mkdir -p " + ssh::shellQuote(workDir));
-  if (r.status != 0) throw std::runtime_error("cannot create " + workDir + " on the box: " + r.err);
-  for (const auto& e : fs::recursive_directory_iterator(stage)) {
-    const std::string remote = workDir + "/" + fs::relative(e.path(), stage).string();
-    if (e.is_directory()) {
-      session.run("mkdir -p " + ssh::shellQuote(remote));
-      continue;
-    }
-    session.upload(e.path().string(), remote);
-  }
-}
-
 int remoteTrain(const Args& args, Context& ctx) {
   args.expectPositionals(0, 0);
   const std::string engine = args.value("--engine").value_or("");
@@ -93,21 +41,16 @@ int remoteTrain(const Args& args, Context& ctx) {
   const auto dataFile = args.value("--data");
   if (!boxName || !recipeFile || !dataFile) throw cli::UsageError("--box, --recipe and --data are required");
   if (!fs::is_regular_file(*dataFile)) throw std::runtime_error("no data file at " + *dataFile);
-  const auto recipe = readRecipe(*recipeFile);
+  auto recipe = train::loadRecipeFile(*recipeFile);
+  if (args.has("--max-steps")) recipe.maxSteps = args.integer("--max-steps", 0, 1);
+  if (recipe.modelPath.empty()) throw std::runtime_error(*recipeFile + ": no model_name_or_path (a path on the box or a hub id)");
 
   QTemporaryDir tmp;
   const fs::path stage = tmp.path().toStdString();
-  const std::string launcher = args.value("--launcher").value_or("");
-  std::string command = engine == "llamafactory" ? stageLlamaFactory(recipe, *dataFile, stage, launcher)
-                                                 : stageCrosslab(recipe, *dataFile, stage, launcher);
-  if (args.has("--max-steps")) {
-    const long long steps = args.integer("--max-steps", 0, 1);
-    if (engine == "crosslab") {
-      command += " --max-steps " + std::to_string(steps);
-    } else {  // HF TrainingArguments' max_steps overrides num_train_epochs in LLaMA-Factory too
-      std::ofstream(stage / "train.yaml", std::ios::app) << "max_steps: " << steps << "\n";
-    }
-  }
+  const auto staged = remote::stageRun(recipe, remote::engineFromString(engine), *dataFile, recipe.modelPath, stage,
+                                       args.value("--launcher").value_or(""));
+  const std::string command = staged.command;
+  recipe.outputDir = staged.outputDir;
   ctx.err << "command: " << command << "\n";
   if (args.has("--dry-run")) {
     // Every generated file with its contents; the training set is a copy of --data.
@@ -151,16 +94,14 @@ int remoteTrain(const Args& args, Context& ctx) {
   ssh::SshSession session(sshTargetFor(box, args));
   session.connect();
   const std::string workDir = args.value("--workdir").value_or("crosslab-runs/" + store::utcNow());
-  const double staged = ledger::epochNow();
-  uploadFolder(session, stage, workDir);
+  const double stagedAt = ledger::epochNow();
+  remote::uploadFolder(session, stage, workDir);
   std::int64_t stagedBytes = 0;
   for (const auto& e : fs::recursive_directory_iterator(stage))
     if (e.is_regular_file()) stagedBytes += static_cast<std::int64_t>(e.file_size());
   ledger::LifeRecorder(lab).transfer(box.id, ledger::Direction::Push, "run folder (recipe, data) -> " + workDir,
-                                     stagedBytes, staged, ledger::epochNow());
-  const std::string events = engine == "llamafactory" ? recipe.outputDir + "/trainer_log.jsonl"
-                                                      : recipe.outputDir + "/events.jsonl";
-  remote::RemoteRun run(session, workDir, events);
+                                     stagedBytes, stagedAt, ledger::epochNow());
+  remote::RemoteRun run(session, workDir, staged.eventsFile);
   run.launch(command);
   store.touchBox(box.id, "run", "remote train (" + engine + ") in " + workDir);
   ctx.err << "launched in " << box.name << ":" << workDir << " (detached; a dropped connection does not stop it)\n";

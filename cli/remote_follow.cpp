@@ -14,50 +14,43 @@
 #include "cli/remote_steps.h"
 #include "backends/remote/remote_run.h"
 #include "core/ledger/life_recorder.h"
-#include "core/venues/lora_recipe.h"
+#include "core/train/recipe.h"
 
 namespace crosslab::backends {
 namespace {
 
 constexpr int kMaxPollFailures = 12;  // consecutive; about a minute at the default poll
 
-const char* storeStatus(train::RunState s) {
-  switch (s) {
-    case train::RunState::Finished: return "finished";
-    case train::RunState::Stalled: return "stalled";
-    case train::RunState::Failed: return "failed";
-    default: return "running";
-  }
-}
+const char* storeStatus(train::RunStatus s) { return train::toString(s); }
 
-ledger::WorkStatus workStatusOf(train::RunState s) {
+ledger::WorkStatus workStatusOf(train::RunStatus s) {
   switch (s) {
-    case train::RunState::Finished: return ledger::WorkStatus::Finished;
-    case train::RunState::Stalled: return ledger::WorkStatus::Stalled;
-    case train::RunState::Failed: return ledger::WorkStatus::Failed;
+    case train::RunStatus::Finished: return ledger::WorkStatus::Finished;
+    case train::RunStatus::Stalled: return ledger::WorkStatus::Stalled;
+    case train::RunStatus::Failed: return ledger::WorkStatus::Failed;
     default: return ledger::WorkStatus::Stopped;
   }
 }
 
 std::int64_t recordRun(store::LabStore& lab, const venues::BoxRow& box, const std::string& engine,
-                       const venues::LoraRecipe& recipe, const std::string& workDir) {
+                       const train::Recipe& recipe, const std::string& workDir) {
   store::NewRun nr;
   nr.name = "remote " + box.name + " " + store::utcNow();
   nr.engine = engine;
-  nr.model = recipe.model;
+  nr.model = recipe.modelPath;
   nr.runDir = box.name + ":" + workDir;
-  nr.recipeJson = recipe.toJson().dump();
-  const auto id = lab.addRun(nr);
-  auto st = lab.db().prepare("UPDATE runs SET box_id = ?, venue_id = ?, started_at = ? WHERE id = ?");
-  st.bind(1, box.id).bind(2, box.venueId).bind(3, store::utcNow()).bind(4, id).run();
-  lab.setRunStatus(id, "running");
+  nr.recipeJson = train::recipeToJson(recipe);
+  nr.boxId = box.id;
+  nr.venueId = box.venueId;
+  const auto id = lab.runs().requestCreate(nr);
+  lab.runs().requestStatus(id, train::RunStatus::Running);
   return id;
 }
 
 void recordSteps(store::LabStore& lab, std::int64_t runId, const train::RunMonitor& m, size_t& done) {
   std::vector<store::MetricRow> rows;
-  for (; done < m.points().size(); ++done) {
-    const auto& p = m.points()[done];
+  for (; done < m.records().size(); ++done) {
+    const auto& p = m.records()[done];
     if (!p.step || !p.loss) continue;  // eval and end lines carry no train loss
     store::MetricRow r;
     r.step = *p.step;
@@ -69,7 +62,7 @@ void recordSteps(store::LabStore& lab, std::int64_t runId, const train::RunMonit
     r.tokens = p.totalTokens;
     rows.push_back(r);
   }
-  if (!rows.empty()) lab.appendMetrics(runId, rows);
+  if (!rows.empty()) lab.runs().appendMetrics(runId, rows);
 }
 
 void fetchAdapter(ssh::SshSession& session, const std::string& remoteDir, const std::string& localDir,
@@ -85,7 +78,7 @@ void fetchAdapter(ssh::SshSession& session, const std::string& remoteDir, const 
 
 void followAndReport(const cli::Args& args, cli::Context& ctx, ssh::SshSession& session, remote::RemoteRun& run,
                      const venues::BoxRow& box, store::LabStore& lab, const std::string& engine,
-                     const venues::LoraRecipe& recipe) {
+                     const train::Recipe& recipe) {
   train::RunMonitorOptions opt;
   opt.stallFloorSeconds = args.number("--stall-s", 60);
   // The start-up allowance (no step yet: models load, data is tokenized) is bounded by
@@ -124,10 +117,10 @@ void followAndReport(const cli::Args& args, cli::Context& ctx, ssh::SshSession& 
     std::this_thread::sleep_for(std::chrono::milliseconds(pollMs));
   }
 
-  const auto state = monitor.state();
-  lab.setRunStatus(runId, storeStatus(state), monitor.reason());
+  const auto state = monitor.status();
+  lab.runs().requestStatus(runId, state, monitor.reason());
   life.workEnded(workId, workStatusOf(state), ledger::epochNow(), monitor.reason());
-  const bool finished = state == train::RunState::Finished;
+  const bool finished = state == train::RunStatus::Finished;
   if (!finished && !args.has("--keep-on-failure")) run.kill();  // stop paying for a dead run
   if (finished && args.has("--fetch"))
     fetchAdapter(session, run.workDir() + "/" + recipe.outputDir, *args.value("--fetch"), ctx.err);

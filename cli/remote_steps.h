@@ -6,7 +6,7 @@
 #include "backends/remote/remote_run.h"
 #include "cli/command.h"
 #include "core/store/lab_store.h"
-#include "core/venues/lora_recipe.h"
+#include "core/train/recipe.h"
 #include "core/venues/venue_store.h"
 
 namespace crosslab::backends {
@@ -15,7 +15,7 @@ namespace crosslab::backends {
 // throws (exit 1) unless the run finished.
 void followAndReport(const cli::Args& args, cli::Context& ctx, ssh::SshSession& session, remote::RemoteRun& run,
                      const venues::BoxRow& box, store::LabStore& lab, const std::string& engine,
-                     const venues::LoraRecipe& recipe);
+                     const train::Recipe& recipe);
 int remoteServe(const cli::Args& args, cli::Context& ctx);
 
 }  // namespace crosslab::backends

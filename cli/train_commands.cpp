@@ -43,14 +43,17 @@ void setThreads(const Args& args) {
 // with the model's tokenizer; the eval share (val_size) is a seed-fixed sample.
 std::pair<std::vector<train::EncodedExample>, std::vector<train::EncodedExample>> loadData(
     const Args& args, const train::Recipe& r, const fs::path& model) {
-  const auto data = args.value("--data");
-  if (!data) throw UsageError("--data FILE|DIR is required");
+  // --data, else the recipe's own: one file (dataset_file) or dataset_info.json names.
+  auto data = args.value("--data");
+  if (!data && !r.datasetFile.empty()) data = r.datasetFile;
+  if (!data && !r.dataset.empty()) data = r.datasetDir;
+  if (!data) throw UsageError("--data FILE|DIR is required (or a recipe naming dataset_file or dataset)");
   std::vector<train::Example> examples;
   if (fs::is_directory(*data)) {
     if (r.dataset.empty()) throw UsageError("--dataset NAME is required with a data folder");
     examples = train::loadDatasets(*data, r.dataset);
   } else {
-    examples = train::loadDataFile(*data);
+    examples = train::loadDataFile(*data, r.formatting);
   }
   if (!fs::exists(model / "tokenizer.json")) throw std::runtime_error(model.string() + ": no tokenizer.json");
   const auto tok = tokenizer::BpeTokenizer::load(model / "tokenizer.json");
@@ -73,16 +76,26 @@ std::pair<std::vector<train::EncodedExample>, std::vector<train::EncodedExample>
 class StoreMirror {
  public:
   StoreMirror(const fs::path& lab, const fs::path& runDir, const std::string& modelDir, std::int64_t totalSteps,
-              const std::string& recipeJson)
-      : store_(store::LabStore::open(lab)) {
-    const std::string dir = fs::absolute(runDir).lexically_normal().string();
-    for (const auto& r : store_.runSummaries())
-      if (r.runDir == dir) runId_ = r.id;  // a resumed run (or one the Training panel registered) keeps its row
-    if (runId_ == 0)
-      runId_ = store_.addRun({runDir.filename().string(), "train", "crosslab", modelDir, totalSteps, dir, recipeJson});
-    else
-      store_.setRunPlan(runId_, totalSteps, recipeJson);
-    store_.setRunStatus(runId_, "running");
+              const std::string& recipeJson, std::int64_t runId)
+      : store_(store::LabStore::open(lab)), runId_(runId) {
+    const std::string dir = store::normalRunDir(runDir.string());
+    auto runs = store_.runs();
+    if (runId_ && !runs.byId(runId_)) throw std::runtime_error("the lab has no run " + std::to_string(runId_));
+    if (!runId_)
+      if (const auto row = runs.byDir(dir)) runId_ = row->id;  // a resumed run (or one the Training panel registered) keeps its row
+    if (runId_ == 0) {
+      store::NewRun nr;
+      nr.name = runDir.filename().string();
+      nr.model = modelDir;
+      nr.totalSteps = totalSteps;
+      nr.runDir = dir;
+      nr.recipeJson = recipeJson;
+      runId_ = runs.requestCreate(nr);
+    } else {
+      runs.requestPlan(runId_, totalSteps, recipeJson);
+      runs.requestStatus(runId_, train::RunStatus::Pending, "resuming");
+    }
+    runs.requestStatus(runId_, train::RunStatus::Running);
   }
 
   void onEvent(const train::TrainEvent& e) {
@@ -96,12 +109,12 @@ class StoreMirror {
       row_->wallSeconds = e.elapsedSeconds;
       row_->tokensPerSecond = e.tokensPerSecond;
       row_->tokens = e.totalTokens;
-      store_.appendMetrics(runId_, {*row_});
+      store_.runs().appendMetrics(runId_, {*row_});
     }
     if (e.event != "step") store_.addEvent(runId_, std::nullopt, "train." + e.event, e.message, train::eventJson(e));
   }
 
-  void finish(const std::string& status, const std::string& reason = {}) { store_.setRunStatus(runId_, status, reason); }
+  void finish(train::RunStatus status, const std::string& reason = {}) { store_.runs().requestStatus(runId_, status, reason); }
 
  private:
   store::LabStore store_;
@@ -142,16 +155,25 @@ int trainCommand(const Args& args, Context& ctx) {
     throw UsageError(e.what());
   }
   for (const auto& w : warnings) ctx.err << "warning: " << w << "\n";
-  recipe.valSize = args.number("--val-size", recipe.valSize, 0, 1);
-  recipe.evalSteps = int(args.integer("--eval-steps", recipe.evalSteps, 0));
   const auto problems = recipe.validate();
   if (!problems.empty()) throw UsageError("invalid recipe: " + problems.front());
   if (recipe.modelPath.empty()) throw UsageError("--model DIR is required");
   const fs::path modelDir = recipe.modelPath;
   if (!fs::is_directory(modelDir)) throw std::runtime_error(modelDir.string() + ": not a directory");
   const auto out = args.value("--out");
-  if (!out) throw UsageError("--out RUN_DIR is required");
-  const fs::path runDir = *out;
+  if (!out && recipe.outputDir.empty()) throw UsageError("--out RUN_DIR is required (or a recipe naming output_dir)");
+  const fs::path runDir = out ? *out : recipe.outputDir;
+  // A run folder holds one run: never written over, except to continue it (--resume).
+  if (!args.has("--resume")) {
+    std::error_code ec;
+    bool used = fs::exists(runDir / "events.jsonl", ec) || fs::exists(runDir / "adapter_model.safetensors", ec);
+    if (fs::is_directory(runDir, ec))
+      for (const auto& e : fs::directory_iterator(runDir, ec))
+        if (e.path().filename().string().rfind("checkpoint-", 0) == 0) used = true;
+    if (used)
+      throw std::runtime_error(runDir.string() + " already holds a run; continue it with --resume, or train into a new folder");
+  }
+  recipe.outputDir = runDir.string();
   setThreads(args);
 
   auto [trainSet, evalSet] = loadData(args, recipe, modelDir);
@@ -174,24 +196,28 @@ int trainCommand(const Args& args, Context& ctx) {
     printProgress(ctx.out, e, tty);
   };
   train::Trainer trainer(model, recipe, std::move(trainSet), std::move(evalSet), opts);
-  if (auto lab = args.value("--lab"))
-    mirror.emplace(*lab, runDir, modelDir.string(), trainer.totalSteps(), train::recipeToJson(recipe));
+  if (auto lab = args.value("--lab")) {
+    const std::int64_t runId = args.has("--run-id") ? args.integer("--run-id", 0, 1) : 0;
+    mirror.emplace(*lab, runDir, modelDir.string(), trainer.totalSteps(), train::recipeToJson(recipe), runId);
+  } else if (args.has("--run-id")) {
+    throw UsageError("--run-id needs --lab");
+  }
   std::signal(SIGTERM, onTrainStopSignal);
   std::signal(SIGINT, onTrainStopSignal);
   train::TrainResult result;
   try {
     result = trainer.run();
   } catch (const std::exception& e) {
-    if (mirror) mirror->finish("failed", e.what());
+    if (mirror) mirror->finish(train::RunStatus::Failed, e.what());
     throw;
   }
   if (result.stopped) {
-    if (mirror) mirror->finish("stopped", "stopped by signal at step " + std::to_string(result.steps));
+    if (mirror) mirror->finish(train::RunStatus::Stopped, "stopped by signal at step " + std::to_string(result.steps));
     ctx.out << "stopped at step " << result.steps << "/" << result.totalSteps << " (checkpoint-" << result.steps
             << "); continue with --resume\n";
     return 0;
   }
-  if (mirror) mirror->finish("finished");
+  if (mirror) mirror->finish(train::RunStatus::Finished, "finished");
   ctx.out << "trained " << result.steps << " steps" << (result.resumedFrom ? " (resumed from step " + std::to_string(result.resumedFrom) + ")" : "")
           << "; adapter in " << runDir.string() << "\n";
   return 0;
@@ -265,8 +291,7 @@ void addTrainCommands(std::vector<Command>& commands) {
            {"--out", true, "run folder (adapter, events.jsonl, recipe.json, checkpoint-N/)"},
            {"--lab", true, "lab folder: mirror the run, its metrics and events into lab.sqlite"},
            {"--resume", false, "continue from the newest complete checkpoint in the run folder"},
-           {"--val-size", true, "held-out fraction for eval loss (default 0)"},
-           {"--eval-steps", true, "eval loss every N steps (needs --val-size)"},
+           {"--run-id", true, "the lab's row of this run (the window registers it first)"},
            {"--device", true, "cpu (default), cuda, cuda:N"},
            {"--threads", true, "CPU threads (default: all cores)"}})
     trainOptions.push_back(o);

@@ -57,7 +57,7 @@ ssh::SshTarget boxTarget(const venues::BoxRow& box, const std::string& knownHost
   t.port = box.port;
   t.user = box.user;
   t.keyFile = box.keyFile;
-  t.knownHosts = knownHosts.empty() ? (crosslabHome() + "/known_hosts").toStdString() : knownHosts;
+  t.knownHosts = knownHosts.empty() ? (backends::crosslabHome() + "/known_hosts").toStdString() : knownHosts;
   t.acceptNew = acceptNew;
   return t;
 }
@@ -94,7 +94,7 @@ BoxPreflight preflightOnBox(ShellHost& box, const fs::path& model, const train::
   // Hashes: what will run on the box is exactly this.
   const auto local = localSizes(model);
   std::string hashes;
-  for (const auto& [name, size] : local) hashes += (hashes.empty() ? "" : ", ") + name + " " + sha256File(model / name).substr(0, 12);
+  for (const auto& [name, size] : local) hashes += (hashes.empty() ? "" : ", ") + name + " " + util::sha256File(model / name).substr(0, 12);
   report.add(Level::Ok, "weights", "hashed (SHA-256): " + hashes);
   // Already on the box?
   const auto there = remoteSizes(box, modelOnBox);
@@ -165,7 +165,7 @@ std::uint64_t pushModel(ssh::SshSession& session, const fs::path& model, const s
     std::istringstream ls(line);
     std::string hex, name;
     if (!(ls >> hex >> name)) continue;
-    if (hex != sha256File(model / name)) throw std::runtime_error(name + " differs on the box after the push (SHA-256)");
+    if (hex != util::sha256File(model / name)) throw std::runtime_error(name + " differs on the box after the push (SHA-256)");
   }
   return sent;
 }
