@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <memory>
 #include <stdexcept>
+#include <filesystem>
 #include <ostream>
 #include <thread>
 
@@ -31,6 +32,8 @@ std::function<void(const demo::LoraRequest&)> trainThroughRegistry(const std::ve
                                      "--dataset", q.dataset, "--out", q.runDir.string(), "--lab", q.lab.string(),
                                      "--seed", std::to_string(q.seed), "--threads", std::to_string(q.threads)};
     if (q.maxSteps) argv.insert(argv.end(), {"--max-steps", std::to_string(*q.maxSteps)});
+    // A demo lab built again continues its own run rather than writing over it.
+    if (std::filesystem::exists(q.runDir / "events.jsonl")) argv.push_back("--resume");
     const int rc = runCli(registry, argv, ctx.err, ctx.err);
     if (rc != 0) throw std::runtime_error("the LoRA run failed (train exited " + std::to_string(rc) + ")");
   };

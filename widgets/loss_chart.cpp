@@ -95,6 +95,17 @@ void LossChart::setRunColor(qint64 runId, const QColor& color) {
   it->loss->setPen(QPen(faint, 1));
 }
 
+// A step seen again (its eval loss arrived later, a resumed run rewrote it) replaces its
+// point; new steps keep the series in step order.
+void LossChart::mergePoints(QVector<MetricPoint>& data, const QVector<MetricPoint>& incoming) {
+  for (const auto& p : incoming) {
+    auto at = std::lower_bound(data.begin(), data.end(), p.step,
+                               [](const MetricPoint& a, qint64 step) { return a.step < step; });
+    if (at != data.end() && at->step == p.step) *at = p;
+    else data.insert(at, p);
+  }
+}
+
 void LossChart::append(qint64 runId, const QVector<MetricPoint>& points) {
   {
     QMutexLocker lock(&mutex_);
@@ -114,7 +125,7 @@ void LossChart::flush() {
   for (auto it = incoming.begin(); it != incoming.end(); ++it) {
     auto s = series_.find(it.key());
     if (s == series_.end()) continue;
-    s->data += it.value();
+    mergePoints(s->data, it.value());
     redraw(*s);
   }
   updateRanges();
@@ -228,6 +239,11 @@ void LossChart::setAlign(Align a) {
 int LossChart::plottedLossPoints(qint64 runId) const {
   auto it = series_.find(runId);
   return it == series_.end() ? 0 : static_cast<int>(it->loss->count());
+}
+
+int LossChart::plottedEvalPoints(qint64 runId) const {
+  auto it = series_.find(runId);
+  return it == series_.end() ? 0 : int(it->eval->count());
 }
 
 int LossChart::totalLossPoints(qint64 runId) const {

@@ -59,9 +59,12 @@ class LossChart : public QChartView {
   // For tests and the hover read-out.
   int plottedLossPoints(qint64 runId) const;
   int totalLossPoints(qint64 runId) const;
+  int plottedEvalPoints(qint64 runId) const;
   QVector<QPointF> plottedEma(qint64 runId) const;
   int repaintCount() const { return repaints_; }
 
+  // Merges points by step: a step already there is replaced, a new one inserted in order.
+  static void mergePoints(QVector<MetricPoint>& data, const QVector<MetricPoint>& incoming);
   // min/max-per-bucket decimation that keeps the first and last points.
   static QVector<QPointF> decimate(const QVector<QPointF>& points, int maxPoints);
   // Debiased-free EMA as TensorBoard draws it: s_0 = y_0, s_i = a·s_{i-1} + (1-a)·y_i.

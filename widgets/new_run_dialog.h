@@ -1,67 +1,94 @@
 #pragma once
-// New training run: the recipe as a form (lab defaults, validated as you type), model and
-// data pickers, and previews of the equivalent crosslab-cli command and LLaMA-Factory YAML.
+// New Run: what to train and where. Proposes the lab's own base models and training sets
+// and the last choice; "Start from" reuses an earlier run's recipe in one click; the
+// recipe is a form built from the recipe's field table; *Where* is this machine or a box
+// of the lab (engine: crosslab, or LLaMA-Factory + DeepSpeed), and a box shows its
+// preflight (weights complete and hashed, to push or there, fit, disk, secrets) before
+// Start. Start stays disabled, with the reason shown, while anything would make the run
+// fail or write over another: a name the lab already has, a model folder that is not a
+// complete checkpoint, training data that cannot be read.
 
 #include <QDialog>
+#include <QPointer>
+#include <optional>
 #include <QStringList>
 
 #include "core/train/recipe.h"
+#include "core/venues/venue_store.h"
 
-class QLineEdit;
-class QSpinBox;
-class QDoubleSpinBox;
 class QComboBox;
-class QCheckBox;
-class QPlainTextEdit;
 class QLabel;
+class QLineEdit;
+class QPlainTextEdit;
+class QPushButton;
 class QDialogButtonBox;
 
+namespace crosslab::backends {
+class LabSession;
+}
+
 namespace crosslab::widgets {
+
+class RecipeForm;
+
+struct NewRunChoice {
+  QString name;
+  train::Recipe recipe;     // local paths: model folder, data file; output_dir = the lab's runs/<name>
+  QString dataPath;         // the training data (file or folder)
+  std::optional<venues::BoxRow> box;  // nullopt: this machine
+  QString engine = "crosslab";        // crosslab | llamafactory
+  QString boxFolder;        // on the box: runs/<name> and models/<model> go under it
+};
 
 class NewRunDialog : public QDialog {
   Q_OBJECT
  public:
-  NewRunDialog(const QString& labPath, QWidget* parent = nullptr);
+  explicit NewRunDialog(backends::LabSession* session, QWidget* parent = nullptr);
+  ~NewRunDialog() override;
 
+  NewRunChoice choice() const;
   train::Recipe recipe() const;
-  QString runName() const;
-  QString dataPath() const;
-  // crosslab-cli arguments (without the program) that start this run.
-  QStringList cliArguments() const;
   QStringList problems() const;
+  QString runName() const;
+  QString runDir() const;
+  // The lab's runs/<name> and the command a local run starts with.
+  QStringList cliArguments() const;
 
   void setModelPath(const QString& p);
   void setDataPath(const QString& p);
+  // Fills the form from a recipe (model and data too, when they exist here).
+  void loadRecipe(const train::Recipe& r);
 
  private slots:
   void updatePreview();
+  void onSourceChosen(int index);
+  void onWhereChanged();
+  void runPreflight();
 
  private:
-  QString runDir() const;
+  void fillSources();
+  void applyLastChoice();
+  QString preflightKey() const;
 
+  backends::LabSession* session_;
   QString labPath_;
+  std::vector<venues::BoxRow> boxes_;
+  QComboBox* source_;
   QLineEdit* name_;
-  QLineEdit* model_;
-  QLineEdit* data_;
-  QLineEdit* dataset_;
-  QSpinBox* rank_;
-  QSpinBox* alpha_;
-  QList<QCheckBox*> targets_;
-  QDoubleSpinBox* lr_;
-  QDoubleSpinBox* epochs_;
-  QSpinBox* micro_;
-  QSpinBox* accum_;
-  QSpinBox* cutoff_;
-  QComboBox* scheduler_;
-  QDoubleSpinBox* warmup_;
-  QComboBox* dtype_;
-  QSpinBox* seed_;
-  QSpinBox* logging_;
-  QSpinBox* save_;
+  QComboBox* where_;
+  QComboBox* engine_;
+  QLineEdit* boxFolder_;
+  QComboBox* model_;
+  QComboBox* data_;
+  RecipeForm* form_;
   QLabel* problems_;
+  QPushButton* preflightButton_;
+  QPlainTextEdit* preflight_;
   QPlainTextEdit* command_;
   QPlainTextEdit* yaml_;
   QDialogButtonBox* buttons_;
+  QString preflightDoneFor_;  // preflightKey() of the last report without an error
+  bool preflightRunning_ = false;
 };
 
 }  // namespace crosslab::widgets

@@ -20,7 +20,7 @@ void RunsModel::refresh() {
   std::vector<store::RunSummary> fresh;
   if (session_->isOpen()) {
     try {
-      fresh = session_->store()->runSummaries();
+      fresh = session_->store()->runs().list();
     } catch (const std::exception& e) {
       spdlog::warn("runs list: {}", e.what());
       return;  // keep what we had rather than blanking the list on a transient error

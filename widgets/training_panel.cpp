@@ -16,6 +16,7 @@
 #include <QTableView>
 #include <QVBoxLayout>
 #include <QDateTime>
+#include <QDir>
 #include <QFileInfo>
 #include <QJsonDocument>
 #include <QJsonObject>
@@ -25,6 +26,9 @@
 
 #include "backends/lab_locations.h"
 #include "backends/lab_session.h"
+#include "backends/runs/run_launch.h"
+#include "core/model/safetensors_writer.h"
+#include "core/store/lab_store.h"
 #include "core/train/run_process.h"
 #include "widgets/loss_chart.h"
 #include "widgets/new_run_dialog.h"
@@ -35,7 +39,10 @@
 namespace crosslab::widgets {
 
 TrainingPanel::TrainingPanel(backends::LabSession* session, QWidget* parent)
-    : QWidget(parent), session_(session), model_(new RunsModel(session, this)) {
+    : QWidget(parent),
+      session_(session),
+      controller_(new backends::RunController(this)),
+      model_(new RunsModel(session, this)) {
   setObjectName("panel_training");
   proxy_ = new QSortFilterProxyModel(this);
   proxy_->setSourceModel(model_);
@@ -96,7 +103,7 @@ TrainingPanel::TrainingPanel(backends::LabSession* session, QWidget* parent)
   output_->setObjectName("runOutput");
   output_->setReadOnly(true);
   output_->setMaximumBlockCount(2000);
-  output_->setPlaceholderText(tr("Output of runs started from this window."));
+  output_->setPlaceholderText(tr("Output of the runs this window follows."));
 
   auto* top = new QHBoxLayout;
   top->addWidget(filter_, 1);
@@ -129,23 +136,27 @@ TrainingPanel::TrainingPanel(backends::LabSession* session, QWidget* parent)
   poll_.setInterval(kPollMs);
   connect(&poll_, &QTimer::timeout, this, &TrainingPanel::poll);
   poll_.start();
+  soon_.setSingleShot(true);
+  soon_.setInterval(100);
+  connect(&soon_, &QTimer::timeout, this, &TrainingPanel::poll);
+  connect(controller_, &backends::RunController::runChanged, this, &TrainingPanel::onRunChanged);
+  connect(controller_, &backends::RunController::message, this, &TrainingPanel::onMessage);
   connect(session_, &backends::LabSession::labChanged, this, [this] {
     chart_->clearRuns();
-    lastStep_.clear();
+    lastSeq_.clear();
     autoSelected_ = false;
+    output_->clear();
+    // Follow this lab's runs; the previous lab's go on training by themselves.
+    controller_->setLab(session_->isOpen() ? session_->path() : QString());
     updateStatus();
   });
+  if (session_->isOpen()) controller_->setLab(session_->path());
   updateStatus();
   QTimer::singleShot(0, this, &TrainingPanel::poll);
 }
 
-TrainingPanel::~TrainingPanel() {
-  if (child_ && child_->state() != QProcess::NotRunning) {
-    stopRequested_ = true;  // closing the window stops the run like Stop does
-    child_->terminate();
-    child_->waitForFinished(3000);
-  }
-}
+// Runs are detached processes: the window going away lets go of them, never stops them.
+TrainingPanel::~TrainingPanel() = default;
 
 QList<qint64> TrainingPanel::selectedRuns() const {
   QList<qint64> ids;
@@ -173,7 +184,7 @@ void TrainingPanel::poll() {
   for (qint64 id : chart_->runs()) {
     std::vector<store::MetricRow> rows;
     try {
-      rows = session_->store()->metricsAfter(id, lastStep_.value(id, -1));
+      rows = session_->store()->runs().metricsSince(id, lastSeq_.value(id, -1));
     } catch (const std::exception& e) {
       spdlog::warn("metrics of run {}: {}", id, e.what());
       continue;
@@ -181,8 +192,12 @@ void TrainingPanel::poll() {
     if (rows.empty()) continue;
     QVector<MetricPoint> points;
     points.reserve(int(rows.size()));
-    for (const auto& r : rows) points.append({r.step, r.epoch.value_or(0), r.loss, r.lr, r.evalLoss});
-    lastStep_[id] = rows.back().step;
+    qint64 seq = lastSeq_.value(id, -1);
+    for (const auto& r : rows) {
+      points.append({r.step, r.epoch.value_or(0), r.loss, r.lr, r.evalLoss});
+      seq = std::max<qint64>(seq, r.seq);
+    }
+    lastSeq_[id] = seq;
     chart_->append(id, points);
   }
   updateStatus();
@@ -191,30 +206,30 @@ void TrainingPanel::poll() {
 void TrainingPanel::markOrphanedRuns() {
   std::vector<store::RunSummary> runs;
   try {
-    runs = session_->store()->runSummaries();
+    runs = session_->store()->runs().list();
   } catch (const std::exception& e) {
     spdlog::warn("runs list: {}", e.what());
     return;
   }
   const auto now = QDateTime::currentDateTimeUtc();
   for (const auto& r : runs) {
-    // Local runs only (remote runs have their own watch), with a folder to judge by, that
-    // this window is not already following.
-    if ((r.status != "running" && r.status != "pending") || (r.venue != "local" && !r.venue.empty()) ||
-        !std::filesystem::path(r.runDir).is_absolute())  // remote runs are BOX:DIR
+    // Runs with a launch record are the controller's; runs on a box are judged there. The
+    // rest — a shell's `crosslab-cli train --lab` — by the trainer's process record.
+    if (!train::isActive(r.state) || !r.launchJson.empty() || r.remote() ||
+        !std::filesystem::path(r.runDir).is_absolute())
       continue;
-    if (watch_ && watch_->runId() == r.id && !watch_->ended()) continue;
     const auto started = QDateTime::fromString(QString::fromStdString(r.startedAt), Qt::ISODate);
     const double age = started.isValid() ? double(started.secsTo(now)) : orphanStaleSeconds_;
     const std::string reason = train::deadRunReason(r.runDir, age, orphanStaleSeconds_);
     if (reason.empty()) continue;
     try {
-      session_->store()->setRunStatus(r.id, "failed", reason);
-      session_->store()->addEvent(r.id, std::nullopt, "train.watchdog", reason,
-                                  QJsonDocument(QJsonObject{{"state", "failed"}, {"reason", QString::fromStdString(reason)}})
-                                      .toJson(QJsonDocument::Compact)
-                                      .toStdString());
-      spdlog::warn("run {} ({}): {}", r.id, r.name, reason);
+      if (session_->store()->runs().requestStatus(r.id, train::RunStatus::Failed, reason)) {
+        session_->store()->addEvent(r.id, std::nullopt, "train.watchdog", reason,
+                                    QJsonDocument(QJsonObject{{"state", "failed"}, {"reason", QString::fromStdString(reason)}})
+                                        .toJson(QJsonDocument::Compact)
+                                        .toStdString());
+        spdlog::warn("run {} ({}): {}", r.id, r.name, reason);
+      }
     } catch (const std::exception& e) {
       spdlog::warn("run {}: {}", r.id, e.what());
     }
@@ -223,7 +238,7 @@ void TrainingPanel::markOrphanedRuns() {
 
 void TrainingPanel::onSelectionChanged() {
   chart_->clearRuns();
-  lastStep_.clear();
+  lastSeq_.clear();
   const auto selected = selectedRuns();
   const auto* first = selected.isEmpty() ? nullptr : model_->run(model_->rowOfRun(selected.front()));
   logFriction_->setEnabled(first && (first->status == "failed" || first->status == "stalled"));
@@ -244,8 +259,10 @@ void TrainingPanel::onLogFriction() {
   const auto* r = model_->run(model_->rowOfRun(ids.front()));
   ledger::FrictionLog log(*lab);
   // The watchdog's words when it is the one that judged this run here, else the run's reason.
-  const bool watched = watch_ && watch_->runId() == ids.front() && !watch_->reason().isEmpty();
-  auto offer = watched ? log.suggestFromWatchdog(ids.front(), watch_->reason().toStdString())
+  const auto follow = controller_->info(ids.front());
+  const bool watched = !follow.reason.isEmpty() &&
+                       (follow.status == train::RunStatus::Stalled || follow.status == train::RunStatus::Failed);
+  auto offer = watched ? log.suggestFromWatchdog(ids.front(), follow.reason.toStdString())
                        : log.suggestFromRun(ids.front());
   if (!offer && r) offer = log.suggestFromWatchdog(ids.front(), r->statusReason);
   if (!offer) return;
@@ -256,19 +273,7 @@ void TrainingPanel::onLogFriction() {
 void TrainingPanel::updateStatus() {
   const auto ids = selectedRuns();
   const auto* r = ids.isEmpty() ? nullptr : model_->run(model_->rowOfRun(ids.front()));
-  const bool watchDead = watch_ && (watch_->state() == train::RunState::Failed || watch_->state() == train::RunState::Stalled);
   const QString red = RunsModel::statusColor("failed").name();
-  auto watchDetail = [this] {
-    QString lines = watch_->lastLines(5).join('\n').toHtmlEscaped();
-    return "<br>" + tr("watchdog: %1 — %2").arg(QString::fromLatin1(train::toString(watch_->state())), watch_->reason().toHtmlEscaped()) +
-           (lines.isEmpty() ? QString() : "<pre>" + lines + "</pre>");
-  };
-  if (!r && watchDead && watch_->runId() == 0) {  // a child without a store row
-    status_->setText(tr("<b>the run started here</b>") + watchDetail());
-    status_->setStyleSheet(QString("color: %1;").arg(red));
-    progress_->setVisible(false);
-    return;
-  }
   if (!r) {
     status_->setText(model_->rowCount() == 0
                          ? tr("No training runs in this lab yet. Start one with New Run, or run "
@@ -277,8 +282,10 @@ void TrainingPanel::updateStatus() {
                          : tr("Select a run to see its curves; select several to compare them."));
     status_->setStyleSheet({});
     progress_->setVisible(false);
+    stop_->setEnabled(false);
     return;
   }
+  const auto follow = controller_->info(r->id);
   const qint64 step = r->lastStep.value_or(0), total = r->totalSteps.value_or(0);
   const qint64 elapsed = RunsModel::durationSeconds(*r);
   QString text = tr("<b>%1</b> — %2, step %3 of %4, elapsed %5")
@@ -288,132 +295,138 @@ void TrainingPanel::updateStatus() {
                      .arg(RunsModel::formatDuration(elapsed));
   if (r->status == "running" && step > 0 && total > step && elapsed > 0)
     text += tr(", remaining ~%1").arg(RunsModel::formatDuration(elapsed * (total - step) / step));
+  if (r->remote()) text += tr(" — on %1").arg(QString::fromStdString(r->runDir.substr(0, r->runDir.find(':'))).toHtmlEscaped());
   if (!r->statusReason.empty()) text += "<br>" + QString::fromStdString(r->statusReason).toHtmlEscaped();
-  const bool watched = watchDead && watch_->runId() == r->id;
-  if (watched) text += watchDetail();
+  const bool watchDead = follow.following && (follow.status == train::RunStatus::Stalled || follow.status == train::RunStatus::Failed);
+  if (follow.following && !follow.phase.isEmpty() && follow.phase != "following")
+    text += "<br>" + follow.phase.toHtmlEscaped();
+  if (watchDead) {
+    text += "<br>" + tr("watchdog: %1 — %2").arg(QString::fromLatin1(train::toString(follow.status)), follow.reason.toHtmlEscaped());
+    if (follow.pricePerHour > 0)
+      text += "<br>" + tr("no progress for %1 — $%2 so far at $%3/h")
+                           .arg(RunsModel::formatDuration(qint64(follow.secondsSinceProgress)))
+                           .arg(follow.costWhileDead, 0, 'f', 2)
+                           .arg(follow.pricePerHour, 0, 'f', 2);
+    if (!follow.lastLines.isEmpty()) text += "<pre>" + follow.lastLines.join('\n').toHtmlEscaped() + "</pre>";
+  }
   status_->setText(text);
   const QColor c = RunsModel::statusColor(QString::fromStdString(r->status));
-  status_->setStyleSheet(r->status == "failed" || r->status == "stalled" || watched
+  status_->setStyleSheet(r->status == "failed" || r->status == "stalled" || watchDead
                              ? QString("color: %1;").arg(c.isValid() && r->status != "running" ? c.name() : red)
                              : QString());
   progress_->setVisible(true);
   progress_->setRange(0, int(std::max<qint64>(total, 1)));
   progress_->setValue(int(std::min(step, std::max<qint64>(total, 1))));
+  stop_->setEnabled(follow.following && train::isActive(r->state));
+  stop_->setToolTip(follow.following ? tr("Stop cleanly: SIGTERM, the trainer writes a checkpoint (resume later)")
+                                     : tr("Only runs this window follows can be stopped here"));
 }
 
 void TrainingPanel::onNewRun() {
   if (!session_->isOpen()) return;
-  NewRunDialog dialog(session_->path(), this);
+  NewRunDialog dialog(session_, this);
   if (dialog.exec() != QDialog::Accepted) return;
-  startTraining(dialog.cliArguments());
+  QString error;
+  if (!startRun(dialog.choice(), &error))
+    QMessageBox::warning(this, tr("New Run"), tr("The run was not started: %1").arg(error));
 }
 
-bool TrainingPanel::startTraining(const QStringList& args) {
-  if (child_ && child_->state() != QProcess::NotRunning) {
-    output_->appendPlainText(tr("A run started here is still going; stop it first."));
-    return false;
+qint64 TrainingPanel::startRun(const NewRunChoice& c, QString* error) {
+  namespace fs = std::filesystem;
+  if (!session_->isOpen()) return 0;
+  const QString runDir = QDir(session_->path()).filePath("runs/" + c.name);
+  backends::RunLaunch l;
+  l.localDir = store::normalRunDir(runDir.toStdString());
+  l.dataFile = c.dataPath.toStdString();
+  const std::string modelName = fs::path(c.recipe.modelPath).filename().string();
+  store::NewRun nr;
+  nr.name = c.name.toStdString();
+  nr.model = modelName;
+  if (c.box) {
+    l.where = "box";
+    l.engine = c.engine.toStdString();
+    l.box = c.box->name;
+    l.boxId = c.box->id;
+    l.pricePerHour = c.box->pricePerHour.value_or(0);
+    l.workDir = c.boxFolder.toStdString() + "/runs/" + nr.name;
+    l.modelOnHost = c.boxFolder.toStdString() + "/models/" + modelName;
+    l.outputDir = "output";
+    l.eventsFile = l.engine == "llamafactory" ? "output/trainer_log.jsonl" : "output/events.jsonl";
+    nr.runDir = c.box->name + ":" + l.workDir;
+    nr.boxId = c.box->id;
+    nr.venueId = c.box->venueId;
+  } else {
+    l.workDir = l.localDir;
+    l.eventsFile = "events.jsonl";
+    nr.runDir = l.localDir;
   }
-  QString runDir;
-  const qint64 runId = registerRun(args, &runDir);
-  if (watch_) watch_->deleteLater();
-  watch_ = new LocalRunWatch(session_, runId, runDir, watchOptions_, this);
-  connect(watch_, &LocalRunWatch::stateChanged, this, &TrainingPanel::onWatchState);
-  stopRequested_ = false;
-  child_ = new QProcess(this);
-  child_->setProcessChannelMode(QProcess::MergedChannels);
-  connect(child_, &QProcess::readyRead, this, &TrainingPanel::onChildOutput);
-  connect(child_, &QProcess::finished, this, &TrainingPanel::onChildFinished);
-  const QString program = backends::cliExecutable();
-  output_->appendPlainText("$ " + program + " " + args.join(' '));
-  child_->start(program, args);
-  if (!child_->waitForStarted(5000)) {
-    const QString why = tr("could not start %1: %2").arg(program, child_->errorString());
-    output_->appendPlainText(why);
-    if (runId) {
-      try {
-        session_->store()->setRunStatus(runId, "failed", why.toStdString());
-      } catch (const std::exception& e) {
-        spdlog::warn("run {}: {}", runId, e.what());
-      }
-    }
-    child_->deleteLater();
-    watch_->deleteLater();
-    poll();
-    return false;
-  }
-  stop_->setEnabled(true);
-  if (runId) {
-    poll();
-    selectRun(runId);
-  }
-  spdlog::info("started training: {} {}", program.toStdString(), args.join(' ').toStdString());
-  return true;
-}
-
-qint64 TrainingPanel::childPid() const { return child_ ? child_->processId() : 0; }
-
-qint64 TrainingPanel::registerRun(const QStringList& args, QString* runDir) {
-  auto value = [&args](const QString& flag) {
-    const int i = args.indexOf(flag);
-    return i >= 0 && i + 1 < args.size() ? args[i + 1] : QString();
-  };
-  const QString out = value("--out"), lab = value("--lab");
-  if (out.isEmpty()) return 0;
-  // The trainer's own spelling of its run folder (train_commands.cpp): the same row.
-  const std::string dir = std::filesystem::absolute(out.toStdString()).lexically_normal().string();
-  *runDir = QString::fromStdString(dir);
-  if (lab.isEmpty() || !session_->isOpen() ||
-      QFileInfo(lab).canonicalFilePath() != QFileInfo(session_->path()).canonicalFilePath())
+  nr.engine = l.engine;
+  nr.recipeJson = train::recipeToJson(c.recipe);
+  nr.launchJson = l.toJson();
+  // The run's folder is new or the run is refused: never written into another run.
+  std::error_code ec;
+  if (fs::exists(l.localDir, ec)) {
+    if (error) *error = tr("runs/%1 already exists in the lab").arg(c.name);
     return 0;
+  }
+  qint64 id = 0;
   try {
-    auto* store = session_->store();
-    for (const auto& r : store->runSummaries())
-      if (r.runDir == dir) {
-        store->setRunStatus(r.id, "pending", "starting (resume)");
-        return r.id;
-      }
-    const auto id = store->addRun({std::filesystem::path(dir).filename().string(), "train", "crosslab",
-                                   value("--model").toStdString(), std::nullopt, dir, ""});
-    store->setRunStatus(id, "pending", "starting");
-    return id;
+    id = session_->store()->runs().requestCreate(nr);
   } catch (const std::exception& e) {
-    spdlog::warn("registering run {}: {}", dir, e.what());
+    if (error) *error = QString::fromStdString(e.what());
     return 0;
   }
-}
-
-void TrainingPanel::onWatchState(train::RunState state, const QString& reason) {
-  if (state == train::RunState::Failed || state == train::RunState::Stalled)
-    output_->appendPlainText(tr("watchdog: run %1: %2").arg(QString::fromLatin1(train::toString(state)), reason));
+  const QString recipeFile = QDir(runDir).filePath("recipe.json");
+  try {
+    fs::create_directories(l.localDir);
+    model::writeFileAtomically(recipeFile.toStdString(), nr.recipeJson);
+  } catch (const std::exception& e) {
+    session_->store()->runs().requestStatus(id, train::RunStatus::Failed, std::string("cannot write the run folder: ") + e.what());
+    if (error) *error = QString::fromStdString(e.what());
+    poll();
+    return 0;
+  }
+  // The lab remembers this choice for the next New Run.
+  try {
+    QJsonObject last{{"recipe", QJsonDocument::fromJson(QByteArray::fromStdString(nr.recipeJson)).object()},
+                     {"where", c.box ? QString::fromStdString(c.box->name) : QString()},
+                     {"engine", c.engine},
+                     {"box_folder", c.boxFolder},
+                     {"data", c.dataPath}};
+    session_->store()->runs().requestLastChoice(QJsonDocument(last).toJson(QJsonDocument::Compact).toStdString());
+  } catch (const std::exception& e) {
+    spdlog::warn("last choice: {}", e.what());
+  }
+  backends::StartRequest req;
+  req.runId = id;
+  req.launch = l;
+  req.recipeFile = recipeFile;
+  req.modelDir = QString::fromStdString(c.recipe.modelPath);
+  req.program = c.box ? QString::fromStdString(c.recipe.launcher) : backends::cliExecutable();
+  output_->appendPlainText(tr("starting %1 %2").arg(c.name, c.box ? tr("on %1").arg(QString::fromStdString(c.box->name)) : tr("on this machine")));
+  controller_->start(req);
   poll();
+  selectRun(id);
+  spdlog::info("run {} ({}) started {}", id, nr.name, c.box ? "on " + c.box->name : "here");
+  return id;
 }
 
 void TrainingPanel::onStop() {
-  if (!child_) return;
-  stopRequested_ = true;
-  output_->appendPlainText(tr("stopping…"));
-  child_->terminate();  // SIGTERM: the trainer writes a checkpoint and ends cleanly
-  QTimer::singleShot(10000, child_, [c = child_] {
-    if (c && c->state() != QProcess::NotRunning) c->kill();
-  });
-}
-
-void TrainingPanel::onChildOutput() {
-  if (!child_) return;
-  const QByteArray chunk = child_->readAll();
-  if (chunk.isEmpty()) return;
-  if (watch_) watch_->feedOutput(chunk);
-  output_->appendPlainText(QString::fromUtf8(chunk).trimmed());
-}
-
-void TrainingPanel::onChildFinished(int exitCode, QProcess::ExitStatus status) {
-  onChildOutput();
-  output_->appendPlainText(status == QProcess::CrashExit ? tr("training process killed by signal %1").arg(exitCode)
-                                                         : tr("training process exited with code %1").arg(exitCode));
+  const auto ids = selectedRuns();
+  if (ids.isEmpty() || !controller_->following(ids.front())) return;
+  output_->appendPlainText(tr("stopping… (SIGTERM: the trainer writes a checkpoint)"));
   stop_->setEnabled(false);
-  if (watch_) watch_->processFinished(exitCode, status, stopRequested_);
-  child_->deleteLater();
-  poll();
+  controller_->stop(ids.front());
+}
+
+void TrainingPanel::onRunChanged(qint64) {
+  if (!soon_.isActive()) soon_.start();
+}
+
+void TrainingPanel::onMessage(qint64 runId, const QString& line) {
+  const auto ids = selectedRuns();
+  if (!ids.isEmpty() && ids.front() != runId) return;  // the selected run's lines only
+  output_->appendPlainText(line);
 }
 
 }  // namespace crosslab::widgets

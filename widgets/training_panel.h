@@ -1,21 +1,22 @@
 #pragma once
 // The Training panel: the lab's runs (filter, sort), the live loss chart of the selected
 // runs (several selected = compared, aligned by step or epoch), progress of the current
-// run, a failed or stalled run in red with its reason, and New Run / Stop for runs that
-// this window starts as `crosslab-cli train` child processes (the GUI never trains itself).
-// The dead-run watchdog: a child started here is followed by a LocalRunWatch (its output,
-// its events.jsonl, its exit, a stall timer); any other local run the store still calls
-// running is checked on every poll against its RUN_DIR/process.json (train/run_process.h):
-// a recorded trainer process of this host that is gone marks the run failed, and a run
-// without a usable record whose folder has not changed for `orphanStaleSeconds` too.
+// run, a failed or stalled run in red with its reason (and, on a box, what the stall has
+// cost at the box's price), and New Run / Stop.
+//
+// Runs are started, followed and stopped by a RunController (backends/runs): a run is a
+// detached process here or on a box, followed through its events.jsonl by the one
+// follower and judged by the one watchdog; the store owns its status. Closing the window
+// or opening another lab never stops a run: a window that opens the lab follows it again.
+// A run started elsewhere (a shell's `crosslab-cli train --lab`) without a launch record
+// is judged by its RUN_DIR/process.json (train/run_process.h). The chart reads new metric
+// rows by their seq, so an eval loss that lands in an old step is drawn too.
 
 #include <QHash>
-#include <QPointer>
-#include <QProcess>
 #include <QTimer>
 #include <QWidget>
 
-#include "widgets/local_run_watch.h"
+#include "backends/runs/run_controller.h"
 
 class QTableView;
 class QSortFilterProxyModel;
@@ -36,6 +37,7 @@ namespace crosslab::widgets {
 
 class LossChart;
 class RunsModel;
+struct NewRunChoice;
 
 class TrainingPanel : public QWidget {
   Q_OBJECT
@@ -48,18 +50,14 @@ class TrainingPanel : public QWidget {
   RunsModel* runsModel() const { return model_; }
   LossChart* chart() const { return chart_; }
   QTableView* table() const { return table_; }
+  backends::RunController* controller() const { return controller_; }
   QString statusText() const;
   QList<qint64> selectedRuns() const;
   void selectRun(qint64 runId);
 
-  // Starts `crosslab-cli ARGS` as this panel's training child. With `--out RUN_DIR` and
-  // `--lab` naming this panel's lab, the run's row is registered first (pending), so
-  // that a child dying before its trainer starts still leaves a failed row with a reason.
-  bool startTraining(const QStringList& args);
-  qint64 childPid() const;
-  LocalRunWatch* watch() const { return watch_; }
-  // Stall thresholds and tick period of the watchdog of runs started from now on (tests).
-  void setWatchOptions(const LocalRunWatch::Options& options) { watchOptions_ = options; }
+  // Registers a run (its row, runs/<name>/recipe.json, its launch record) and starts it
+  // here or on its box. 0 and *error when refused (a name or folder the lab has).
+  qint64 startRun(const NewRunChoice& choice, QString* error);
   void setOrphanStaleSeconds(double seconds) { orphanStaleSeconds_ = seconds; }
 
  public slots:
@@ -70,19 +68,18 @@ class TrainingPanel : public QWidget {
   void onSelectionChanged();
   void onNewRun();
   void onStop();
-  // A failed or stalled run (or the watchdog's alert on it): a friction entry pre-filled
+  // A failed or stalled run (or the watchdog's verdict on it): a friction entry pre-filled
   // with the reason, the dead minutes and their cost at its box's price.
   void onLogFriction();
-  void onChildOutput();
-  void onChildFinished(int exitCode, QProcess::ExitStatus status);
-  void onWatchState(crosslab::train::RunState state, const QString& reason);
+  void onRunChanged(qint64 runId);
+  void onMessage(qint64 runId, const QString& line);
 
  private:
   void updateStatus();
-  qint64 registerRun(const QStringList& args, QString* runDir);
   void markOrphanedRuns();
 
   backends::LabSession* session_;
+  backends::RunController* controller_;
   RunsModel* model_;
   QSortFilterProxyModel* proxy_;
   QTableView* table_;
@@ -97,13 +94,10 @@ class TrainingPanel : public QWidget {
   QPushButton* stop_;
   QPushButton* logFriction_;
   QTimer poll_;
-  QHash<qint64, qint64> lastStep_;  // per charted run: the last step already plotted
-  QPointer<QProcess> child_;
-  QPointer<LocalRunWatch> watch_;
-  LocalRunWatch::Options watchOptions_;
+  QTimer soon_;                     // coalesces polls asked by run changes
+  QHash<qint64, qint64> lastSeq_;   // per charted run: the largest metrics seq already plotted
   double orphanStaleSeconds_ = 900;
-  bool stopRequested_ = false;
-  bool autoSelected_ = false;  // the newest run was selected once for this lab
+  bool autoSelected_ = false;       // the newest run was selected once for this lab
 };
 
 }  // namespace crosslab::widgets

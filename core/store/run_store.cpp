@@ -235,4 +235,19 @@ std::vector<MetricRow> RunStore::metricsSince(std::int64_t runId, std::int64_t a
   return out;
 }
 
+constexpr const char* kLastChoiceKey = "runs.new_run.last";
+
+std::string RunStore::lastChoice() {
+  auto st = lab_.db().prepare("SELECT value FROM settings WHERE key = ?");
+  st.bind(1, kLastChoiceKey);
+  return st.step() ? st.text(0) : std::string();
+}
+
+void RunStore::requestLastChoice(const std::string& json) {
+  Transaction tx(lab_.db());
+  auto st = lab_.db().prepare("INSERT INTO settings(key, value) VALUES (?, ?) ON CONFLICT(key) DO UPDATE SET value = excluded.value");
+  st.bind(1, kLastChoiceKey).bind(2, json).run();
+  tx.commit();
+}
+
 }  // namespace crosslab::store

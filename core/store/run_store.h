@@ -90,6 +90,10 @@ class RunStore {
   // largest seq it has seen; an eval loss folded into an old step comes back this way.
   std::vector<MetricRow> metricsSince(std::int64_t runId, std::int64_t afterSeq);
 
+  // The New Run dialog's last choice (a JSON object: model, data, where …), kept with the lab.
+  std::string lastChoice();
+  void requestLastChoice(const std::string& json);
+
  private:
   std::vector<RunSummary> query(const std::string& where, const std::string& arg, std::optional<std::int64_t> id);
   LabStore& lab_;

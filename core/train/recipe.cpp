@@ -233,8 +233,8 @@ const std::vector<Entry>& entries() {
     e.push_back(member(F("deepspeed_offload", Kind::Bool, kJson | kFlag | kDialog, "--deepspeed-offload",
                          "CPU offload", "Venue", "offload optimizer and parameters to host RAM (ZeRO 2/3)"),
                        &Recipe::deepspeedOffload));
-    e.push_back(member(F("launcher", Kind::Text, kJson, "", "Launcher", "Venue",
-                         "program on the box instead of crosslab-cli / llamafactory-cli"),
+    e.push_back(member(F("launcher", Kind::Text, kJson | kDialog, "", "Program on the box", "Venue",
+                         "program on the box instead of crosslab-cli / llamafactory-cli (empty: on its PATH)"),
                        &Recipe::launcher));
     return e;
   }();
