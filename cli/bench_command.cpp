@@ -222,7 +222,7 @@ std::vector<cli::OptionSpec> benchOptions() {
           {"--price-per-hour", true, "USD per hour of the venue, for $/M output tokens"},
           {"--label", true, "row name in the lab's tables (venue / method)"},
           {"--lab", true, "lab folder to record the sweep in"},
-          {"--box", true, "the lab's box the endpoint runs on: the sweep is work of that box life (ledger)"},
+          {"--box", true, "the lab's box this endpoint runs on (recorded with the sweep; its price by default)"},
           {"--save-result", true, "JSON Lines file: one vLLM-style object per level"},
           {"--save-detailed", false, "also write per-request ITLs into --save-result"},
           {"--api-key-env", true, "environment variable holding the API key (never logged or stored)"},
@@ -238,7 +238,17 @@ std::vector<cli::OptionSpec> benchOptions() {
 int runBench(const Args& args, cli::Context& ctx) {
   args.expectPositionals(0, 0);
   if (args.has("--json") && args.has("--progress")) throw UsageError("--json or --progress, not both");
-  ThroughputSweep sweep(optionsFrom(args));
+  auto options = optionsFrom(args);
+  // --box NAME: the row names the box measured (and takes its price unless one is given).
+  std::optional<venues::BoxRow> box;
+  if (const auto name = args.value("--box")) {
+    if (!args.has("--lab")) throw UsageError("--box needs --lab (the lab that records the box)");
+    auto boxLab = store::LabStore::open(*args.value("--lab"));
+    box = venues::VenueStore(boxLab).activeBox(*name);
+    if (!box) throw std::runtime_error("the lab has no box named '" + *name + "'");
+    if (!args.has("--price-per-hour") && box->pricePerHour) options.pricePerHour = *box->pricePerHour;
+  }
+  ThroughputSweep sweep(options);
   const auto& o = sweep.options();
   const std::string label = args.value("--label").value_or(o.model + " @ " + o.url);
   if (args.has("--save-result")) {  // fail now, not after the first level has run
@@ -250,18 +260,16 @@ int runBench(const Args& args, cli::Context& ctx) {
   std::optional<std::int64_t> benchId;
   if (args.has("--lab")) {
     lab.emplace(store::LabStore::open(*args.value("--lab")));
-    benchId = bench::BenchStore(*lab).begin({label, o.url, o.model, o.endpoint, exactCommand(args, benchOptions()),
-                                             o.pricePerHour});
-  } else if (args.has("--box")) {
-    throw cli::UsageError("--box names a box of the lab given with --lab");
+    bench::BenchmarkHeader header{label, o.url, o.model, o.endpoint, exactCommand(args, benchOptions()), o.pricePerHour};
+    if (box) {
+      header.boxId = box->id;
+      header.venueId = box->venueId;
+    }
+    benchId = bench::BenchStore(*lab).begin(header);
   }
-  // On a box: the benchmarks row names it and the sweep is a work item of its life.
+  // On a box: the sweep is a work item of its life (the ledger's compute minutes).
   std::optional<std::int64_t> workId;
-  if (auto boxName = args.value("--box")) {
-    const auto box = venues::VenueStore(*lab).activeBox(*boxName);
-    if (!box) throw std::runtime_error("no active box '" + *boxName + "' in the lab");
-    auto st = lab->db().prepare("UPDATE benchmarks SET box_id = ?, venue_id = ? WHERE id = ?");
-    st.bind(1, box->id).bind(2, box->venueId).bind(3, *benchId).run();
+  if (box) {
     workId = ledger::LifeRecorder(*lab).workStarted(box->id, ledger::WorkKind::Bench, "sweep " + label,
                                                     ledger::epochNow(), {std::nullopt, benchId});
   }

@@ -10,6 +10,7 @@
 
 #include "cli/venue_support.h"
 #include "cli/commands.h"
+#include "backends/remote/box_access.h"
 #include "core/venues/preflight.h"
 
 namespace fs = std::filesystem;
@@ -20,23 +21,6 @@ namespace {
 using cli::Args;
 using cli::Context;
 using venues::Finding;
-
-std::uint64_t folderBytes(const fs::path& dir) {
-  std::uint64_t total = 0;
-  std::error_code ec;
-  for (const auto& e : fs::recursive_directory_iterator(dir, ec))
-    if (e.is_regular_file(ec)) total += e.file_size(ec);
-  return total;
-}
-
-// Total memory of the box's first GPU in GB: nvidia-smi, else rocm-smi; nullopt if neither.
-std::optional<double> gpuMemoryGb(ssh::SshSession& s) {
-  auto r = s.run("nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -1");
-  if (r.status == 0 && !r.out.empty()) return std::stod(r.out) * 1.048576e6 / 1e9;  // MiB
-  r = s.run("rocm-smi --showmeminfo vram --csv 2>/dev/null | sed -n 2p | cut -d, -f2");
-  if (r.status == 0 && !r.out.empty() && std::isdigit(static_cast<unsigned char>(r.out[0]))) return std::stod(r.out) / 1e9;
-  return std::nullopt;
-}
 
 // The memory fit per GPU of --recipe on --model, for `mem` GB cards.
 void checkFitFor(const Args& args, const fs::path& model, double mem, venues::PreflightReport& report) {
@@ -61,12 +45,15 @@ void checkOnBox(const Args& args, const fs::path& model, venues::PreflightReport
   const auto df = session.run("mkdir -p " + ssh::shellQuote(dir) + " && df -Pk " + ssh::shellQuote(dir));
   const auto avail = venues::parseDfAvailable(df.out);
   // The weights travel to the box, plus room for checkpoints and the adapter (10%).
-  const std::uint64_t need = folderBytes(model) + folderBytes(model) / 10;
+  const std::uint64_t need = remote::folderBytes(model) + remote::folderBytes(model) / 10;
   if (avail) venues::checkDisk(*avail, need, report);
   else report.add(Finding::Level::Warning, "disk", "could not read free space on " + box.name);
   std::optional<double> mem;
   if (args.has("--gpu-memory-gb")) mem = args.number("--gpu-memory-gb", 0);
-  else mem = gpuMemoryGb(session);
+  else {
+    remote::SshShell host(session, box.name);
+    mem = remote::gpuMemoryGb(host);
+  }
   if (!mem) {
     report.add(Finding::Level::Warning, "fit",
                "not estimated: GPU memory of " + box.name + " unknown (no nvidia-smi or rocm-smi; pass --gpu-memory-gb)");

@@ -151,6 +151,8 @@ void addRemoteCommands(std::vector<cli::Command>& commands) {
                        {"--workers", true, "BOX[,BOX]: start a Ray cluster across these boxes (vLLM TP over boxes)"},
                        {"--head-ip", true, "address the workers reach the head box at (default: its host)"},
                        {"--launcher", true, "shell line that replaces the generated command"},
+                       {"--program", true, "the engine's program on the box (e.g. an absolute crosslab-cli path)"},
+                       {"--merge", true, "NAME: serve the one adapter NAME merged into the weights (crosslab)"},
                        {"--workdir", true, "folder on the box for serve.log (default crosslab-serve)"},
                        {"--health-timeout", true, "seconds to wait for /health (default 900)"},
                        {"--for", true, "keep the tunnel this many seconds (default: until Ctrl-C)"},

@@ -14,6 +14,8 @@
 #include "cli/remote_steps.h"
 #include "backends/remote/remote_run.h"
 #include "core/ledger/life_recorder.h"
+#include "backends/remote/run_follower.h"
+#include "backends/runs/run_launch.h"
 #include "core/train/recipe.h"
 
 namespace crosslab::backends {
@@ -32,37 +34,29 @@ ledger::WorkStatus workStatusOf(train::RunStatus s) {
   }
 }
 
+// The run's row, with its launch record: a window that opens the lab follows it too.
 std::int64_t recordRun(store::LabStore& lab, const venues::BoxRow& box, const std::string& engine,
-                       const train::Recipe& recipe, const std::string& workDir) {
+                       const train::Recipe& recipe, const remote::RemoteRun& run) {
+  RunLaunch l;
+  l.where = "box";
+  l.engine = engine;
+  l.box = box.name;
+  l.boxId = box.id;
+  l.workDir = run.workDir();
+  l.eventsFile = run.eventsFile();
+  l.outputDir = recipe.outputDir;
+  l.modelOnHost = recipe.modelPath;
+  l.pricePerHour = box.pricePerHour.value_or(0);
   store::NewRun nr;
   nr.name = "remote " + box.name + " " + store::utcNow();
   nr.engine = engine;
   nr.model = recipe.modelPath;
-  nr.runDir = box.name + ":" + workDir;
+  nr.runDir = box.name + ":" + run.workDir();
   nr.recipeJson = train::recipeToJson(recipe);
   nr.boxId = box.id;
   nr.venueId = box.venueId;
-  const auto id = lab.runs().requestCreate(nr);
-  lab.runs().requestStatus(id, train::RunStatus::Running);
-  return id;
-}
-
-void recordSteps(store::LabStore& lab, std::int64_t runId, const train::RunMonitor& m, size_t& done) {
-  std::vector<store::MetricRow> rows;
-  for (; done < m.records().size(); ++done) {
-    const auto& p = m.records()[done];
-    if (!p.step || !p.loss) continue;  // eval and end lines carry no train loss
-    store::MetricRow r;
-    r.step = *p.step;
-    r.loss = p.loss;
-    r.lr = p.lr;
-    r.epoch = p.epoch;
-    r.wallSeconds = p.elapsedSeconds;
-    r.tokensPerSecond = p.throughput;
-    r.tokens = p.totalTokens;
-    rows.push_back(r);
-  }
-  if (!rows.empty()) lab.runs().appendMetrics(runId, rows);
+  nr.launchJson = l.toJson();
+  return lab.runs().requestCreate(nr);
 }
 
 void fetchAdapter(ssh::SshSession& session, const std::string& remoteDir, const std::string& localDir,
@@ -84,44 +78,44 @@ void followAndReport(const cli::Args& args, cli::Context& ctx, ssh::SshSession& 
   // The start-up allowance (no step yet: models load, data is tokenized) is bounded by
   // --stall-s when one is given: the user asked for that much patience, no more.
   if (args.has("--stall-s")) opt.startupGraceSeconds = std::min(opt.startupGraceSeconds, opt.stallFloorSeconds);
-  train::RunMonitor monitor(opt);
   const int pollMs = args.integer("--poll-ms", 5000);
-  const auto runId = recordRun(lab, box, engine, recipe, run.workDir());
+  const auto runId = recordRun(lab, box, engine, recipe, run);
+  // The box's life records the work (the ledger's compute minutes) from start to end.
   ledger::LifeRecorder life(lab);
   const auto workId = life.workStarted(box.id, ledger::WorkKind::Train, "train (" + engine + ") " + run.workDir(),
                                        ledger::epochNow(), {runId, std::nullopt});
-  size_t recorded = 0;
+  // The one follower: the same watchdog, store writes and step records as the window's.
+  remote::RunFollower follower(run, &lab, runId, true, opt);
   std::int64_t shownStep = -1;
   for (int failures = 0;;) {
-    remote::RemotePoll p;
     try {
-      p = run.poll();
+      const auto u = follower.step();
       failures = 0;
+      for (const auto& r : u.records)
+        if (r.step && r.loss && *r.step != shownStep) {
+          shownStep = *r.step;
+          ctx.err << "step " << shownStep << "/" << r.totalSteps.value_or(0) << "  loss " << *r.loss << "\n";
+        }
     } catch (const ssh::SshError& e) {
       // The run is detached: a dropped link only pauses the watch. Reconnect and go on.
       if (++failures >= kMaxPollFailures) throw;
       ctx.err << "lost the box (" << e.what() << "); retrying\n";
       session.disconnect();
-      std::this_thread::sleep_for(std::chrono::milliseconds(pollMs));
-      continue;
     }
-    const bool over = run.feed(monitor, p);
-    recordSteps(lab, runId, monitor, recorded);
-    if (auto last = monitor.lastStep(); last && *last->step != shownStep) {
-      shownStep = *last->step;
-      ctx.err << "step " << shownStep << "/" << last->totalSteps.value_or(0);
-      if (last->loss) ctx.err << "  loss " << *last->loss;
-      ctx.err << "\n";
-    }
-    if (over) break;
+    const auto s = follower.monitor().status();
+    if (follower.ended() || s == train::RunStatus::Stalled) break;
     std::this_thread::sleep_for(std::chrono::milliseconds(pollMs));
   }
 
-  const auto state = monitor.status();
-  lab.runs().requestStatus(runId, state, monitor.reason());
-  life.workEnded(workId, workStatusOf(state), ledger::epochNow(), monitor.reason());
+  const auto& monitor = follower.monitor();
+  auto state = monitor.status();
   const bool finished = state == train::RunStatus::Finished;
-  if (!finished && !args.has("--keep-on-failure")) run.kill();  // stop paying for a dead run
+  if (!finished && !args.has("--keep-on-failure")) {
+    run.kill();  // stop paying for a dead run
+    if (state == train::RunStatus::Stalled)
+      lab.runs().requestStatus(runId, train::RunStatus::Failed, monitor.reason() + "; killed to stop the meter");
+  }
+  life.workEnded(workId, workStatusOf(state), ledger::epochNow(), monitor.reason());
   if (finished && args.has("--fetch"))
     fetchAdapter(session, run.workDir() + "/" + recipe.outputDir, *args.value("--fetch"), ctx.err);
   const auto last = monitor.lastStep();

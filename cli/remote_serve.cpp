@@ -49,6 +49,7 @@ venues::ServeSpec specFrom(const cli::Args& args) {
   s.tensorParallel = args.integer("--tp", 1);
   if (args.has("--max-model-len")) s.maxModelLen = args.integer("--max-model-len", 0);
   s.enforceEager = args.has("--enforce-eager");
+  s.program = args.value("--program").value_or("");
   return s;
 }
 
@@ -112,6 +113,12 @@ int remoteServe(const cli::Args& args, cli::Context& ctx) {
   ssh::SshSession session(sshTargetFor(box, args));
   session.connect();
   if (auto list = args.value("--adapters")) spec.adapters = adaptersOnBox(*list, &session);
+  if (const auto merge = args.value("--merge")) {
+    // --merge NAME: the one adapter NAME, merged into the weights (crosslab serve --merge).
+    if (spec.adapters.size() != 1 || spec.adapters[0].name != *merge)
+      throw cli::UsageError("--merge NAME needs exactly one --adapters NAME=PATH with the same NAME");
+    spec.mergeAdapter = true;
+  }
   const std::string command = args.value("--launcher").value_or(venues::shellJoin(venues::serveArgv(spec)));
   ctx.err << "command: " << command << "\n";
   secretGuard().checkText(command, "the serving command");

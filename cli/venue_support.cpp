@@ -1,5 +1,7 @@
 #include "cli/venue_support.h"
 
+#include "backends/remote/box_access.h"
+
 #include <fcntl.h>
 #include <termios.h>
 #include <unistd.h>
@@ -141,13 +143,7 @@ std::string askPassphraseOnTerminal(const std::string& prompt) {
 }
 
 ssh::SshTarget sshTargetFor(const venues::BoxRow& box, const cli::Args& args) {
-  ssh::SshTarget t;
-  t.host = box.host;
-  t.port = box.port;
-  t.user = box.user;
-  t.keyFile = box.keyFile;
-  t.knownHosts = args.value("--known-hosts").value_or((crosslabHome() + "/known_hosts").toStdString());
-  t.acceptNew = args.has("--accept-new");
+  ssh::SshTarget t = remote::boxTarget(box, args.value("--known-hosts").value_or(""), args.has("--accept-new"));
   t.askPassphrase = [key = box.keyFile](const std::string&) { return askPassphraseOnTerminal("Passphrase for " + key); };
   return t;
 }

@@ -31,6 +31,8 @@
 #include "backends/bench/bench_process.h"
 #include "backends/lab_session.h"
 #include "backends/serve/local_serve_process.h"
+#include "core/venues/serve_command.h"
+#include "widgets/box_server_form.h"
 #include "core/bench/bench_store.h"
 #include "widgets/bench_live_chart.h"
 #include "widgets/bench_results_model.h"
@@ -116,8 +118,22 @@ BenchmarksPanel::BenchmarksPanel(backends::LabSession* session, QWidget* parent)
     }
     updateEndpointUi();
   });
+  auto* boxServer = boxForm_->server();
+  connect(boxServer, &remote::RemoteServer::ready, this, [this](const QString& url) {
+    updateEndpointUi();
+    if (!sweepPending_ || !boxEndpoint()) return;
+    sweepPending_ = false;
+    setStatus(tr("The server on %1 answers at %2 (tunnel).").arg(QString::fromStdString(boxForm_->server()->spec().box.name), url));
+    startSweep();
+  });
+  connect(boxServer, &remote::RemoteServer::failed, this, [this](const QString& error) { onServerFailed(error); });
+  connect(boxServer, &remote::RemoteServer::stopped, this, [this] {
+    setStatus(tr("The server on the box stopped."));
+    updateEndpointUi();
+  });
   connect(session_, &backends::LabSession::labChanged, this, [this] {
     stopServer();  // a server of the previous lab's models has no business running on
+    boxForm_->reload();
     fillLocalDefaults();
     reload();
   });
@@ -132,6 +148,7 @@ BenchmarksPanel::~BenchmarksPanel() {
   // server's destructor ends the child (SIGTERM, then SIGKILL) and waits for it.
   server_->disconnect(this);
   process_->disconnect(this);
+  boxForm_->server()->disconnect(this);  // its destructor stops the server on the box
   delete server_;
 }
 
@@ -140,7 +157,7 @@ QWidget* BenchmarksPanel::buildForm() {
   auto* form = new QFormLayout;
   endpointKind_ = new QComboBox(box);
   endpointKind_->setObjectName("endpointKind");
-  endpointKind_->addItems({tr("URL"), tr("Local server (crosslab-cli serve)")});
+  endpointKind_->addItems({tr("URL"), tr("Local server (crosslab-cli serve)"), tr("Server on a box")});
   url_ = new QLineEdit("http://127.0.0.1:8000", box);
   url_->setObjectName("url");
   url_->setToolTip(tr("OpenAI-compatible base URL (vLLM, crosslab-cli serve); remote boxes through an SSH tunnel"));
@@ -173,6 +190,8 @@ QWidget* BenchmarksPanel::buildForm() {
   form->addRow(tr("Endpoint"), endpointKind_);
   localBox_ = buildLocalServerBox(box);
   form->addRow(localBox_);
+  boxForm_ = new BoxServerForm(session_, box);
+  form->addRow(boxForm_);
   form->addRow(tr("Endpoint URL"), url_);
   form->addRow(tr("Model"), model_);
   form->addRow(tr("API"), endpoint_);
@@ -260,6 +279,7 @@ QWidget* BenchmarksPanel::buildLocalServerBox(QWidget* parent) {
 }
 
 bool BenchmarksPanel::localEndpoint() const { return endpointKind_->currentIndex() == 1; }
+bool BenchmarksPanel::boxEndpoint() const { return endpointKind_->currentIndex() == 2; }
 
 void BenchmarksPanel::fillLocalDefaults() {
   const QString base = session_->isOpen() ? QDir(session_->path()).filePath("models/demo-base") : QString();
@@ -282,11 +302,16 @@ void BenchmarksPanel::fillLocalDefaults() {
 }
 
 void BenchmarksPanel::updateEndpointUi() {
-  const bool local = localEndpoint();
+  const bool onBox = boxEndpoint();
+  const bool local = localEndpoint() || onBox;  // a server the panel starts (here or on a box)
   if (local && !shownLocal_) typedUrl_ = url_->text();  // kept for when URL is picked again
-  localBox_->setVisible(local);
+  localBox_->setVisible(localEndpoint());
+  boxForm_->setVisible(onBox);
   url_->setReadOnly(local);
-  if (local) {
+  if (onBox) {
+    url_->setText(boxForm_->server()->baseUrl());
+    url_->setPlaceholderText(tr("set when the server on the box answers through the tunnel"));
+  } else if (local) {
     url_->setText(server_->state() == backends::LocalServeProcess::State::Ready ? server_->baseUrl() : QString());
     url_->setPlaceholderText(tr("set when the local server is up"));
   } else {
@@ -359,6 +384,10 @@ void BenchmarksPanel::stopServer() {
   const bool wasPending = sweepPending_;
   sweepPending_ = false;
   restartArgs_.clear();
+  if (boxForm_->server()->state() != remote::RemoteServer::State::Idle) {
+    if (sweepOnBox_ && process_->isRunning()) process_->stop();
+    boxForm_->server()->stop();
+  }
   if (!server_->isRunning() && server_->state() == backends::LocalServeProcess::State::Idle) return;
   if (sweepOnLocal_ && process_->isRunning()) process_->stop();  // a sweep against it would only fail
   server_->stop();
@@ -414,19 +443,56 @@ QWidget* BenchmarksPanel::buildResults() {
 
 QStringList BenchmarksPanel::sweepArgs() const {
   const bool local = localEndpoint();
-  QStringList a{"--url", local ? server_->baseUrl() : url_->text().trimmed(), "--model",
-                local ? servedModelId() : model_->text().trimmed(), "--endpoint",
+  const bool onBox = boxEndpoint();
+  const QString typedModel = model_->text().trimmed();
+  QStringList a{"--url", onBox ? boxForm_->server()->baseUrl() : local ? server_->baseUrl() : url_->text().trimmed(),
+                "--model", onBox ? (typedModel.isEmpty() ? boxForm_->servedModelId() : typedModel)
+                                 : local ? servedModelId() : typedModel,
+                "--endpoint",
                 endpoint_->currentText(), "--concurrency", levels_->text().remove(' '), "--output-len",
                 QString::number(outputLen_->value())};
   if (numPrompts_->value() > 0) a << "--num-prompts" << QString::number(numPrompts_->value());
   if (price_->value() > 0) a << "--price-per-hour" << QString::number(price_->value());
   if (!label_->text().trimmed().isEmpty()) a << "--label" << label_->text().trimmed();
   if (session_->isOpen()) a << "--lab" << session_->path();
+  // The benchmark row names the box it measured (the ledger books the work on its life).
+  if (onBox) a << "--box" << QString::fromStdString(boxForm_->server()->spec().box.name);
   return a;
+}
+
+bool BenchmarksPanel::runOnBox() {
+  QString error;
+  const auto spec = boxForm_->spec(&error);
+  if (!spec) {
+    setStatus(error);
+    return false;
+  }
+  auto* server = boxForm_->server();
+  const bool same = server->state() == remote::RemoteServer::State::Ready &&
+                    venues::shellJoin(venues::serveArgv(server->spec().serve)) == venues::shellJoin(venues::serveArgv(spec->serve)) &&
+                    server->spec().box.id == spec->box.id;
+  if (same) {
+    startSweep();
+    return true;
+  }
+  if (server->state() != remote::RemoteServer::State::Idle) {
+    setStatus(tr("Another server is up on the box: stop it first."));
+    return false;
+  }
+  sweepPending_ = true;
+  runButton_->setEnabled(false);
+  stopButton_->setEnabled(true);
+  progress_->setRange(0, 0);  // busy until /health answers through the tunnel
+  levelLabel_->setText(tr("starting server on %1…").arg(QString::fromStdString(spec->box.name)));
+  setStatus(tr("Starting %1 on %2 …").arg(QString::fromStdString(spec->serve.engine), QString::fromStdString(spec->box.name)));
+  server->start(*spec);
+  updateEndpointUi();
+  return true;
 }
 
 bool BenchmarksPanel::run() {
   if (isRunning() || sweepPending_) return false;
+  if (boxEndpoint()) return runOnBox();
   if (localEndpoint()) {
     QString error;
     const QStringList args = serveArgs(&error);
@@ -470,6 +536,7 @@ void BenchmarksPanel::startSweep() {
   levelLabel_->setText(tr("starting sweep…"));
   setStatus(session_->isOpen() ? tr("Running…") : tr("Running — no lab is open, so results are not recorded."));
   sweepOnLocal_ = localEndpoint();
+  sweepOnBox_ = boxEndpoint();
   process_->start(sweepArgs());
   runButton_->setEnabled(false);
   stopButton_->setEnabled(true);
@@ -479,7 +546,7 @@ void BenchmarksPanel::startSweep() {
 void BenchmarksPanel::stop() {
   if (process_->isRunning()) {
     process_->stop();
-  } else if (sweepPending_) {  // cancel a server that is still starting
+  } else if (sweepPending_) {  // cancel a server that is still starting (here or on a box)
     stopServer();
     setStatus(tr("Server start cancelled."));
   }

@@ -28,6 +28,7 @@ namespace crosslab::widgets {
 
 class BenchLiveChart;
 class BenchResultsModel;
+class BoxServerForm;
 
 class BenchmarksPanel : public QWidget {
   Q_OBJECT
@@ -48,6 +49,7 @@ class BenchmarksPanel : public QWidget {
 
   backends::BenchProcess* process() const { return process_; }
   backends::LocalServeProcess* server() const { return server_; }
+  BoxServerForm* boxServer() const { return boxForm_; }
   BenchLiveChart* liveChart() const { return live_; }
   BenchResultsModel* results() const { return results_; }
   int comparedSets() const;
@@ -65,6 +67,9 @@ class BenchmarksPanel : public QWidget {
   QWidget* buildLocalServerBox(QWidget* parent);
   QStringList sweepArgs() const;
   bool localEndpoint() const;
+  bool boxEndpoint() const;  // "Server on a box"
+  // Run with the box endpoint: sweep the box's server, starting it first unless it is up.
+  bool runOnBox();
   // `serve` options from the local-server fields; empty (and *error) if incomplete.
   QStringList serveArgs(QString* error) const;
   QString servedModelId() const;
@@ -87,9 +92,11 @@ class BenchmarksPanel : public QWidget {
   QSpinBox* maxBatch_;
   QListWidget* adapters_;
   QWidget* localBox_;
+  BoxServerForm* boxForm_;
   QPushButton* stopServerButton_;
   bool sweepPending_ = false;   // Run asked for a sweep once the local server is up
   bool sweepOnLocal_ = false;   // the running sweep targets the local server
+  bool sweepOnBox_ = false;     // … or the server on a box
   QStringList restartArgs_;     // a different server was running: start this one once it stopped
   QString defaultModelDir_;
   QString typedUrl_;            // the URL field's text while the local server is shown

@@ -256,6 +256,13 @@ void NewRunDialog::onSourceChosen(int index) {
   updatePreview();
 }
 
+void NewRunDialog::startFrom(qint64 runId) {
+  const int i = source_->findData(QString::number(runId));
+  if (i < 0) return;
+  source_->setCurrentIndex(i);
+  onSourceChosen(i);
+}
+
 void NewRunDialog::loadRecipe(const train::Recipe& r) {
   form_->setRecipe(r);
   if (!r.modelPath.empty() && QFileInfo(QString::fromStdString(r.modelPath)).isDir())
@@ -292,12 +299,12 @@ train::Recipe NewRunDialog::recipe() const {
   train::Recipe r = train::Recipe::labDefaults();
   form_->applyTo(r, nullptr);
   r.modelPath = comboPath(model_, labPath_).toStdString();
-  const QString data = comboPath(data_, labPath_);
-  if (QFileInfo(data).isDir()) {
-    r.datasetDir = data.toStdString();
+  const QString dataPath = comboPath(data_, labPath_);
+  if (QFileInfo(dataPath).isDir()) {
+    r.datasetDir = dataPath.toStdString();
     r.datasetFile.clear();
   } else {
-    r.datasetFile = data.toStdString();
+    r.datasetFile = dataPath.toStdString();
   }
   r.outputDir = runDir().toStdString();
   return r;

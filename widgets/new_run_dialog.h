@@ -58,6 +58,8 @@ class NewRunDialog : public QDialog {
   void setDataPath(const QString& p);
   // Fills the form from a recipe (model and data too, when they exist here).
   void loadRecipe(const train::Recipe& r);
+  // "Start from" the recipe of the lab's run `runId` (the panel's Reuse Recipe).
+  void startFrom(qint64 runId);
 
  private slots:
   void updatePreview();

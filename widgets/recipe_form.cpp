@@ -100,11 +100,11 @@ QString RecipeForm::textOf(const RecipeField& f) const {
       if (c->isChecked()) on << c->objectName();
     return on.size() == targets_.size() ? QString("all") : on.join(',');
   }
-  if (auto* c = qobject_cast<QComboBox*>(w)) return c->currentText();
-  if (auto* s = qobject_cast<QSpinBox*>(w)) return QString::number(s->value());
-  if (auto* s = qobject_cast<QDoubleSpinBox*>(w)) return QString::number(s->value(), 'g', 10);
-  if (auto* c = qobject_cast<QCheckBox*>(w)) return c->isChecked() ? "true" : "false";
-  if (auto* e = qobject_cast<QLineEdit*>(w)) return e->text().trimmed();
+  if (auto* combo = qobject_cast<QComboBox*>(w)) return combo->currentText();
+  if (auto* spin = qobject_cast<QSpinBox*>(w)) return QString::number(spin->value());
+  if (auto* real = qobject_cast<QDoubleSpinBox*>(w)) return QString::number(real->value(), 'g', 10);
+  if (auto* check = qobject_cast<QCheckBox*>(w)) return check->isChecked() ? "true" : "false";
+  if (auto* edit = qobject_cast<QLineEdit*>(w)) return edit->text().trimmed();
   return {};
 }
 
@@ -115,11 +115,11 @@ void RecipeForm::setText(const RecipeField& f, const QString& text) {
     for (auto* c : targets_) c->setChecked(text == "all" || on.contains(c->objectName()));
     return;
   }
-  if (auto* c = qobject_cast<QComboBox*>(w)) c->setCurrentText(text);
-  else if (auto* s = qobject_cast<QSpinBox*>(w)) s->setValue(text.toInt());
-  else if (auto* s = qobject_cast<QDoubleSpinBox*>(w)) s->setValue(text.toDouble());
-  else if (auto* c = qobject_cast<QCheckBox*>(w)) c->setChecked(text == "true");
-  else if (auto* e = qobject_cast<QLineEdit*>(w)) e->setText(text);
+  if (auto* combo = qobject_cast<QComboBox*>(w)) combo->setCurrentText(text);
+  else if (auto* spin = qobject_cast<QSpinBox*>(w)) spin->setValue(text.toInt());
+  else if (auto* real = qobject_cast<QDoubleSpinBox*>(w)) real->setValue(text.toDouble());
+  else if (auto* check = qobject_cast<QCheckBox*>(w)) check->setChecked(text == "true");
+  else if (auto* edit = qobject_cast<QLineEdit*>(w)) edit->setText(text);
 }
 
 void RecipeForm::setRecipe(const train::Recipe& r) {

@@ -57,6 +57,13 @@ TrainingPanel::TrainingPanel(backends::LabSession* session, QWidget* parent)
   auto* newRun = new QPushButton(tr("New Run…"), this);
   newRun->setObjectName("newRunButton");
   connect(newRun, &QPushButton::clicked, this, &TrainingPanel::onNewRun);
+  auto* reuse = new QPushButton(tr("Reuse Recipe…"), this);
+  reuse->setObjectName("reuseRecipeButton");
+  reuse->setToolTip(tr("New Run with the selected run's recipe"));
+  connect(reuse, &QPushButton::clicked, this, [this] {
+    const auto ids = selectedRuns();
+    onNewRunFrom(ids.isEmpty() ? 0 : ids.front());
+  });
   stop_ = new QPushButton(tr("Stop"), this);
   stop_->setObjectName("stopButton");
   stop_->setEnabled(false);
@@ -108,6 +115,7 @@ TrainingPanel::TrainingPanel(backends::LabSession* session, QWidget* parent)
   auto* top = new QHBoxLayout;
   top->addWidget(filter_, 1);
   top->addWidget(newRun);
+  top->addWidget(reuse);
   top->addWidget(stop_);
   top->addWidget(logFriction_);
   auto* chartControls = new QHBoxLayout;
@@ -215,7 +223,7 @@ void TrainingPanel::markOrphanedRuns() {
   for (const auto& r : runs) {
     // Runs with a launch record are the controller's; runs on a box are judged there. The
     // rest — a shell's `crosslab-cli train --lab` — by the trainer's process record.
-    if (!train::isActive(r.state) || !r.launchJson.empty() || r.remote() ||
+    if ((r.state != train::RunStatus::Running && r.state != train::RunStatus::Stalled) || !r.launchJson.empty() || r.remote() ||
         !std::filesystem::path(r.runDir).is_absolute())
       continue;
     const auto started = QDateTime::fromString(QString::fromStdString(r.startedAt), Qt::ISODate);
@@ -322,9 +330,12 @@ void TrainingPanel::updateStatus() {
                                      : tr("Only runs this window follows can be stopped here"));
 }
 
-void TrainingPanel::onNewRun() {
+void TrainingPanel::onNewRun() { onNewRunFrom(0); }
+
+void TrainingPanel::onNewRunFrom(qint64 runId) {
   if (!session_->isOpen()) return;
   NewRunDialog dialog(session_, this);
+  if (runId) dialog.startFrom(runId);
   if (dialog.exec() != QDialog::Accepted) return;
   QString error;
   if (!startRun(dialog.choice(), &error))

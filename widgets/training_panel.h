@@ -67,6 +67,7 @@ class TrainingPanel : public QWidget {
  private slots:
   void onSelectionChanged();
   void onNewRun();
+  void onNewRunFrom(qint64 runId);  // 0: the dialog's own proposal
   void onStop();
   // A failed or stalled run (or the watchdog's verdict on it): a friction entry pre-filled
   // with the reason, the dead minutes and their cost at its box's price.

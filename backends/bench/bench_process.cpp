@@ -1,5 +1,7 @@
 #include "backends/bench/bench_process.h"
 
+#include "backends/child_process.h"
+
 #include <QCoreApplication>
 #include <QDir>
 #include <QJsonDocument>
@@ -7,6 +9,7 @@
 namespace crosslab::backends {
 
 BenchProcess::BenchProcess(QObject* parent) : QObject(parent), process_(new QProcess(this)), cliPath_(defaultCliPath()) {
+  dieWithParent(*process_);  // a sweep of a window that is gone measures for nobody
   connect(process_, &QProcess::readyReadStandardOutput, this, &BenchProcess::readLines);
   connect(process_, &QProcess::finished, this, [this](int code, QProcess::ExitStatus status) {
     readLines();

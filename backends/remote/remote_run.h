@@ -49,6 +49,7 @@ class RemoteRun {
   // SIGKILL to the whole process group at once (a run the watchdog declared dead).
   void kill();
   const std::string& workDir() const { return workDir_; }
+  const std::string& eventsFile() const { return eventsFile_; }
   ShellHost& host() { return *host_; }
 
  private:

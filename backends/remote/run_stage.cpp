@@ -47,7 +47,7 @@ StagedRun stageRun(const train::Recipe& recipe, Engine engine, const fs::path& d
     r.datasetFile = "data/" + fileName;
     r.dataset.clear();
     writeFile(stage / "recipe.json", train::recipeToJson(r));
-    s.command = (prog.empty() ? "crosslab-cli" : ssh::shellQuote(prog)) + " train --recipe recipe.json --out " + r.outputDir;
+    s.command = (prog.empty() ? "crosslab-cli" : prog) + " train --recipe recipe.json --out " + r.outputDir;
     s.eventsFile = r.outputDir + "/events.jsonl";
     return s;
   }
@@ -63,7 +63,7 @@ StagedRun stageRun(const train::Recipe& recipe, Engine engine, const fs::path& d
   writeFile(stage / "train.yaml", train::recipeToLlamaFactoryYaml(r));
   // LLaMA-Factory's multi-GPU switch: torchrun over every visible GPU.
   const std::string prefix = r.devices > 1 ? "FORCE_TORCHRUN=1 " : "";
-  s.command = prefix + (prog.empty() ? "llamafactory-cli" : ssh::shellQuote(prog)) + " train train.yaml";
+  s.command = prefix + (prog.empty() ? "llamafactory-cli" : prog) + " train train.yaml";
   s.eventsFile = r.outputDir + "/trainer_log.jsonl";
   return s;
 }

@@ -25,7 +25,8 @@ struct StagedRun {
 // Writes into `stage` the files the run reads (relative to the work folder it will run
 // in): the recipe as the engine reads it, with model_name_or_path = `modelOnHost` and
 // the data copied to data/<file>. `program` replaces crosslab-cli / llamafactory-cli
-// (the recipe's launcher when empty).
+// (the recipe's launcher when empty): shell words, as typed (a path, or a program and
+// its leading arguments).
 StagedRun stageRun(const train::Recipe& recipe, Engine engine, const std::filesystem::path& dataFile,
                    const std::string& modelOnHost, const std::filesystem::path& stage, const std::string& program = {});
 

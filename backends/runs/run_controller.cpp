@@ -9,6 +9,7 @@
 #include <spdlog/spdlog.h>
 
 #include <filesystem>
+#include <atomic>
 #include <map>
 
 #include "backends/remote/box_access.h"
@@ -28,6 +29,7 @@ class RunWorker : public QObject {
   Q_OBJECT
  public:
   RunController::Options options;
+  std::atomic<bool> cancel{false};  // the controller is going: long transfers give up
 
   void setLab(const QString& path);
   void start(const StartRequest& request);
@@ -183,6 +185,13 @@ void RunWorker::start(const StartRequest& r) {
     ref.phase = "connecting to " + q(ref.launch.box);
     publish(ref);
     connectHost(ref);
+    // Paths on the box relative to its home are made absolute: the trainer runs in its work
+    // folder, and a server started later elsewhere reads the same weights.
+    const auto home = ref.host->run("pwd");
+    const std::string homeDir = home.status == 0 ? QString::fromStdString(home.out).trimmed().toStdString() : std::string();
+    for (std::string* p : {&ref.launch.workDir, &ref.launch.modelOnHost})
+      if (!p->empty() && p->front() != '/' && !homeDir.empty()) *p = homeDir + "/" + *p;
+    lab_->runs().requestLaunch(r.runId, ref.launch.toJson());
     QTemporaryDir stageDir;
     const fs::path stage = stageDir.path().toStdString();
     const auto recipe = train::loadRecipeFile(r.recipeFile.toStdString());
@@ -201,7 +210,8 @@ void RunWorker::start(const StartRequest& r) {
           shown.restart();
           ref.phase = QString("pushing weights %1 / %2 MB").arg(double(done) / 1e6, 0, 'f', 1).arg(double(total) / 1e6, 0, 'f', 1);
           publish(ref);
-        });
+        },
+        &cancel);
     emit message(r.runId, sent ? QString("pushed %1 MB of weights to %2:%3").arg(double(sent) / 1e6, 0, 'f', 1).arg(q(ref.launch.box), q(ref.launch.modelOnHost))
                                : QString("the weights are already on %1").arg(q(ref.launch.box)));
     ref.phase = "launching";
@@ -341,7 +351,9 @@ RunController::RunController(QObject* parent) : QObject(parent), thread_(new QTh
 }
 
 RunController::~RunController() {
-  // Let go of every run (they go on) and of the worker's sessions and lab connection.
+  // Let go of every run (they go on) and of the worker's sessions and lab connection; a
+  // push of weights in progress gives up (its run never started: it is marked failed).
+  worker_->cancel = true;
   QMetaObject::invokeMethod(worker_, [w = worker_] { w->shutdown(); }, Qt::BlockingQueuedConnection);
   thread_->quit();
   thread_->wait();

@@ -8,6 +8,7 @@
 #include <QTimer>
 #include <QUrl>
 
+#include "backends/child_process.h"
 #include "backends/lab_locations.h"
 
 namespace crosslab::backends {
@@ -25,6 +26,7 @@ LocalServeProcess::LocalServeProcess(QObject* parent)
       killTimer_(new QTimer(this)),
       cliPath_(cliExecutable()) {
   net_->setProxy(QNetworkProxy::NoProxy);  // loopback: never through an environment proxy
+  dieWithParent(*process_);  // the window goes, however it goes: the server goes too
   probeTimer_->setInterval(kProbeMs);
   probeTimer_->setSingleShot(true);
   connect(probeTimer_, &QTimer::timeout, this, &LocalServeProcess::probeHealth);

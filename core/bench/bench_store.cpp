@@ -12,10 +12,10 @@ std::int64_t BenchStore::begin(const BenchmarkHeader& h) {
   auto& db = lab_.db();
   Transaction tx(db);
   auto st = db.prepare(
-      "INSERT INTO benchmarks(label, url, model, endpoint, command, price_per_hour, started_at) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?)");
+      "INSERT INTO benchmarks(label, url, model, endpoint, command, price_per_hour, started_at, box_id, venue_id) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
   st.bind(1, h.label).bind(2, h.url).bind(3, h.model).bind(4, h.endpoint).bind(5, h.command);
-  st.bind(6, h.pricePerHour).bind(7, store::utcNow());
+  st.bind(6, h.pricePerHour).bind(7, store::utcNow()).bind(8, h.boxId).bind(9, h.venueId);
   st.run();
   const auto id = db.lastInsertId();
   tx.commit();

@@ -16,6 +16,7 @@ namespace crosslab::bench {
 struct BenchmarkHeader {
   std::string label, url, model, endpoint, command;
   std::optional<double> pricePerHour;
+  std::optional<std::int64_t> boxId{}, venueId{};  // the box measured, when the server ran on one
 };
 
 struct StoredLevel {

@@ -145,6 +145,16 @@ void RunStore::requestPlan(std::int64_t runId, std::optional<std::int64_t> total
   tx.commit();
 }
 
+void RunStore::requestLaunch(std::int64_t runId, const std::string& launchJson) {
+  auto& db = lab_.db();
+  Transaction tx(db);
+  auto st = db.prepare("UPDATE runs SET launch_json = ? WHERE id = ?");
+  st.bind(1, launchJson).bind(2, runId);
+  st.run();
+  if (db.scalarInt("SELECT changes()") != 1) throw StoreError("no run with id " + std::to_string(runId));
+  tx.commit();
+}
+
 void RunStore::appendSteps(std::int64_t runId, const std::vector<train::StepRecord>& steps) {
   std::vector<MetricRow> rows;
   for (const auto& s : steps)

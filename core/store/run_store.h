@@ -36,9 +36,9 @@ struct NewRun {
   std::string model;
   std::optional<std::int64_t> totalSteps;
   std::string runDir;      // absolute local folder, or BOX:DIR for a run on a box
-  std::string recipeJson;
-  std::optional<std::int64_t> boxId, venueId;
-  std::string launchJson;  // how it was launched (where, work dir, events file); see RunLaunch
+  std::string recipeJson{};
+  std::optional<std::int64_t> boxId{}, venueId{};
+  std::string launchJson{};  // how it was launched (where, work dir, events file); see RunLaunch
 };
 
 // A run as the Training panel lists it.
@@ -76,6 +76,8 @@ class RunStore {
                      const std::string& reason);
   // What a trainer knows once it has read its data (steps, the recipe it runs).
   void requestPlan(std::int64_t runId, std::optional<std::int64_t> totalSteps, const std::string& recipeJson);
+  // Replaces the launch record (where and how the run lives; see backends/runs/run_launch.h).
+  void requestLaunch(std::int64_t runId, const std::string& launchJson);
   // Upserts steps: a step written again is merged into its row (an eval loss lands in
   // the row of its step; a resumed run never doubles a step), and its seq moves on.
   void appendSteps(std::int64_t runId, const std::vector<train::StepRecord>& steps);

@@ -45,4 +45,8 @@ case $mode in
     sleep 300 ;;
   stall)
     sleep 300 ;;
+  chatty)
+    # Alive and talking, never another step: a hung collective's warnings.
+    i=0
+    while [ $i -lt 600 ]; do echo "[W ProcessGroupNCCL.cpp:1856] waiting for the collective ($i)" >&2; sleep 0.5; i=$((i+1)); done ;;
 esac

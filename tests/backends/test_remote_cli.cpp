@@ -6,6 +6,8 @@
 #include <QJsonObject>
 #include <QtTest>
 
+#include <csignal>
+
 #include "http_standin.h"
 #include "sshd_fixture.h"
 #include "tests/support/cli_runner.h"
@@ -70,7 +72,7 @@ class TestRemoteCli : public QObject {
     QCOMPARE(res.value("last_step").toInt(), 3);
     QVERIFY(QFile::exists(wd + "/train.yaml"));
     QVERIFY(QFile::exists(wd + "/data/dataset_info.json"));
-    QVERIFY(QFile::exists(wd + "/data/train.json"));
+    QVERIFY(QFile::exists(wd + "/data/data.json"));  // the data file, under its own name
     QVERIFY(QFile::exists(fetched + "/adapter_config.json"));
     QVERIFY(QFile::exists(fetched + "/adapter_model.safetensors"));
     // Recorded in the lab with its steps.
@@ -102,6 +104,25 @@ class TestRemoteCli : public QObject {
     QCOMPARE(r.code, 1);
     QCOMPARE(QJsonDocument::fromJson(r.out).object().value("status").toString(), QString("stalled"));
     QVERIFY2(r.err.contains("stalled"), r.err.constData());
+  }
+
+  // The reproduction of the lab's friction item 5: a stand-in logs three steps and
+  // then stays alive printing a warning every half second (a hung NCCL collective, a stuck
+  // data loader). Output is not progress: the watchdog calls it stalled, names the last
+  // step and lines, and kills it so the meter stops (the command returns, exit 1).
+  void chattyRunWithoutNewStepsIsStalled() {
+    const QString wd = home_.filePath("box/run-chatty");
+    auto r = cli(train("chatty", wd) + QStringList{"--stall-s", "10"});
+    QCOMPARE(r.code, 1);
+    const auto res = QJsonDocument::fromJson(r.out).object();
+    QCOMPARE(res.value("status").toString(), QString("stalled"));
+    const QString why = res.value("reason").toString();
+    QVERIFY2(why.contains("no new step") && why.contains("last step 3 of 10"), qPrintable(why));
+    QVERIFY2(why.contains("waiting for the collective"), qPrintable(why));
+    QVERIFY(res.value("cost_while_dead_usd").toDouble() >= 0);
+    QFile pid(wd + "/child_pid");
+    QVERIFY(pid.open(QIODevice::ReadOnly));
+    QTRY_VERIFY_WITH_TIMEOUT(::kill(pid_t(pid.readAll().trimmed().toLongLong()), 0) != 0, 30000);  // killed on the box
   }
 
   void rocmOomIsReportedAndExitsOne() {

@@ -2,12 +2,18 @@
 // tokenizer are pushed over SFTP to a real sshd on loopback (the box is this machine),
 // the built crosslab-cli trains detached on "the box" for 2 steps, its events.jsonl is
 // tailed over SSH into the RunMonitor and the lab, and the adapter comes back by SFTP.
+// Then `remote serve --engine crosslab` starts the REAL `crosslab-cli serve` on the box
+// with the base model and that adapter (its real flags: --model, --lora), reached through
+// the SSH tunnel: a sweep and an eval generation run against the adapter through it, and
+// the server is gone from the box when the tunnel closes.
 #include <QCryptographicHash>
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QProcess>
 #include <QtTest>
 
+#include <csignal>
 #include <cstring>
 
 #include "sshd_fixture.h"
@@ -130,6 +136,57 @@ class TestRemoteEngine : public QObject {
     const auto cfg = QJsonDocument::fromJson(readFile(fetched + "/adapter_config.json")).object();
     QCOMPARE(cfg.value("r").toInt(), 4);
     QCOMPARE(cfg.value("peft_type").toString(), QString("LORA"));
+  }
+
+  void realServeOnTheBoxServesBaseAndAdapterThroughTheTunnel() {
+    const QString boxModel = home_.filePath("box/models/tiny"), adapter = home_.filePath("box/runs/real/output");
+    QVERIFY2(QFile::exists(adapter + "/adapter_model.safetensors"), "the training test runs first");
+    const int port = freeLoopbackPort();
+    const QString serveDir = home_.filePath("box/serve");
+    QProcess serve;
+    crosslab::testing::CliOptions o;
+    o.env.insert("CROSSLAB_HOME", home_.path());
+    o.env.remove("SSH_AUTH_SOCK");
+    crosslab::testing::startCli(serve, {"remote", "serve", "--box", "loop", "--engine", "crosslab", "--model", boxModel,
+                                        "--adapters", "tuned=" + adapter, "--program", CROSSLAB_CLI, "--port",
+                                        QString::number(port), "--workdir", serveDir, "--health-timeout", "300", "--for",
+                                        "600", "--stop-on-exit"},
+                                o);
+    QVERIFY(serve.waitForReadyRead(300000));
+    const auto info = QJsonDocument::fromJson(serve.readLine()).object();
+    const QString url = info.value("url").toString();
+    QVERIFY2(url.startsWith("http://127.0.0.1:"), qPrintable(url + serve.readAllStandardError()));
+    // The generated command is our server's real one.
+    QCOMPARE(info.value("command").toString(), QString("%1 serve --model %2 --host 127.0.0.1 --port %3 --lora tuned=%4")
+                                                   .arg(CROSSLAB_CLI, boxModel, QString::number(port), adapter));
+    QVERIFY(info.value("local_port").toInt() != port);  // through the tunnel
+
+    // A sweep of two levels against the adapter, through the tunnel, recorded with the box.
+    auto r = cli({"bench", "--url", url.chopped(3), "--model", "tuned", "--concurrency", "1,2", "--num-prompts", "2",
+                  "--output-len", "8", "--lab", home_.filePath("home"), "--box", "loop", "--json"});
+    QVERIFY2(r.code == 0, r.err.constData());
+    r = cli({"lab", "info", home_.filePath("home"), "--json"});
+    const auto counts = QJsonDocument::fromJson(r.out).object().value("counts").toObject();
+    QCOMPARE(counts.value("benchmark_levels").toInt(), 2);
+    // An eval generation against the base model and the adapter, through the same tunnel.
+    QFile eval(home_.filePath("eval.jsonl"));
+    QVERIFY(eval.open(QIODevice::WriteOnly));
+    eval.write(R"({"id": "q1", "question": "Where is box 1?", "contexts": ["Box 1 is in rack 1."]})" "\n");
+    eval.close();
+    for (const QString& name : {QString("tiny"), QString("tuned")}) {
+      r = cli({"eval", "generate", "--eval", eval.fileName(), "--url", url, "--name", name, "--max-tokens", "8", "--out",
+               home_.filePath("out-" + name + ".jsonl")});
+      QVERIFY2(r.code == 0, r.err.constData());
+      const auto line = QJsonDocument::fromJson(readFile(home_.filePath("out-" + name + ".jsonl")).split('\n').first()).object();
+      QCOMPARE(line.value("model").toString(), name);
+      QVERIFY(line.contains("output"));
+    }
+    // The tunnel closes (SIGTERM to `remote serve`): --stop-on-exit ends the server on the box.
+    const qint64 pid = readFile(serveDir + "/child_pid").trimmed().toLongLong();
+    QVERIFY(pid > 0 && ::kill(pid_t(pid), 0) == 0);
+    serve.terminate();
+    QVERIFY(serve.waitForFinished(120000));
+    QTRY_VERIFY_WITH_TIMEOUT(::kill(pid_t(pid), 0) != 0, 60000);
   }
 };
 

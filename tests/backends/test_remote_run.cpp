@@ -7,14 +7,14 @@
 #include <fstream>
 
 #include "backends/remote/remote_run.h"
-#include "core/venues/llamafactory_config.h"
+#include "core/train/recipe.h"
 #include "loopback_target.h"
 
 using crosslab::remote::RemoteRun;
 using crosslab::ssh::SshSession;
 using crosslab::train::RunMonitor;
 using crosslab::train::RunMonitorOptions;
-using crosslab::train::RunState;
+using crosslab::train::RunStatus;
 
 class TestRemoteRun : public QObject {
   Q_OBJECT
@@ -24,12 +24,14 @@ class TestRemoteRun : public QObject {
   double now_ = 0;
 
   // Runs the stand-in in MODE on the box and follows it until the monitor calls it.
-  std::pair<RunState, std::string> follow(const QString& mode, RunMonitor& monitor, bool advanceClock = false) {
+  std::pair<RunStatus, std::string> follow(const QString& mode, RunMonitor& monitor, bool advanceClock = false) {
     const std::string dir = work_.filePath("run-" + mode).toStdString();
     QDir().mkpath(QString::fromStdString(dir));
-    crosslab::venues::LoraRecipe recipe;
-    recipe.model = "/models/llama";
-    std::ofstream(dir + "/train.yaml") << crosslab::venues::llamaFactoryTrainYaml(recipe, "data", "");
+    auto recipe = crosslab::train::Recipe::labDefaults();
+    recipe.modelPath = "/models/llama";
+    recipe.dataset = "lab_sft";
+    recipe.outputDir = "output";
+    std::ofstream(dir + "/train.yaml") << crosslab::train::recipeToLlamaFactoryYaml(recipe);
     RemoteRun run(*session_, dir, "output/trainer_log.jsonl");
     run.launch("sh " + QStringLiteral(CROSSLAB_TESTS_DIR "/backends/fake_llamafactory.sh").toStdString() + " " + mode.toStdString() + " train train.yaml");
     for (int i = 0; i < 400; ++i) {
@@ -38,7 +40,7 @@ class TestRemoteRun : public QObject {
       QThread::msleep(25);
     }
     run.kill();
-    return {monitor.state(), monitor.reason()};
+    return {monitor.status(), monitor.reason()};
   }
 
   RunMonitor monitor() {
@@ -58,58 +60,58 @@ class TestRemoteRun : public QObject {
   void finishedRunIsFinished() {
     auto m = monitor();
     const auto [state, reason] = follow("ok", m);
-    QCOMPARE(state, RunState::Finished);
+    QCOMPARE(state, RunStatus::Finished);
     QCOMPARE(*m.lastStep()->step, std::int64_t{3});
-    QCOMPARE(*m.points()[2].loss, 0.23);
-    QCOMPARE(*m.points()[0].elapsedSeconds, 1.0);  // str(timedelta) parsed
+    QCOMPARE(*m.records()[2].loss, 0.23);
+    QCOMPARE(*m.records()[0].elapsedSeconds, 1.0);  // str(timedelta) parsed
   }
 
   void tracebackFails() {
     auto m = monitor();
     const auto [state, reason] = follow("traceback", m);
-    QCOMPARE(state, RunState::Failed);
+    QCOMPARE(state, RunStatus::Failed);
     QVERIFY2(QString::fromStdString(reason).contains("OSError: Can't load tokenizer"), reason.c_str());
   }
 
   void rocmOomFails() {
     auto m = monitor();
     const auto [state, reason] = follow("oom_rocm", m);
-    QCOMPARE(state, RunState::Failed);
+    QCOMPARE(state, RunStatus::Failed);
     QVERIFY2(QString::fromStdString(reason).startsWith("GPU out of memory (ROCm)"), reason.c_str());
   }
 
   void cudaOomFails() {
     auto m = monitor();
     const auto [state, reason] = follow("oom_cuda", m);
-    QCOMPARE(state, RunState::Failed);
+    QCOMPARE(state, RunStatus::Failed);
     QVERIFY2(QString::fromStdString(reason).startsWith("GPU out of memory (CUDA)"), reason.c_str());
   }
 
   void ncclFails() {
     auto m = monitor();
     const auto [state, reason] = follow("nccl", m);
-    QCOMPARE(state, RunState::Failed);
+    QCOMPARE(state, RunStatus::Failed);
     QVERIFY(QString::fromStdString(reason).contains("NCCL"));
   }
 
   void killedFails() {
     auto m = monitor();
     const auto [state, reason] = follow("killed", m);
-    QCOMPARE(state, RunState::Failed);
+    QCOMPARE(state, RunStatus::Failed);
     QVERIFY2(QString::fromStdString(reason).contains("137"), reason.c_str());
   }
 
   void exitWithoutEndFails() {
     auto m = monitor();
     const auto [state, reason] = follow("exit0", m);
-    QCOMPARE(state, RunState::Failed);
+    QCOMPARE(state, RunStatus::Failed);
     QVERIFY(QString::fromStdString(reason).contains("without an end event"));
   }
 
   void nanLossFailsWhileTheProcessStillRuns() {
     auto m = monitor();
     const auto [state, reason] = follow("nan", m);
-    QCOMPARE(state, RunState::Failed);
+    QCOMPARE(state, RunStatus::Failed);
     QVERIFY(QString::fromStdString(reason).contains("not finite"));
   }
 
@@ -117,7 +119,7 @@ class TestRemoteRun : public QObject {
     auto m = monitor();
     const double start = now_;
     const auto [state, reason] = follow("stall", m, true);
-    QCOMPARE(state, RunState::Stalled);
+    QCOMPARE(state, RunStatus::Stalled);
     QVERIFY(now_ - start <= 120);  // caught within the 60 s floor plus one 30 s poll step (fake clock)
     QVERIFY(m.costWhileDead(2.99) > 0);
   }
@@ -132,7 +134,7 @@ class TestRemoteRun : public QObject {
     run.kill();
     bool over = false;
     for (int i = 0; i < 100 && !over; ++i) over = run.feed(m, run.poll());
-    QCOMPARE(m.state(), RunState::Failed);
+    QCOMPARE(m.status(), RunStatus::Failed);
     QVERIFY(QString::fromStdString(m.reason()).contains("no exit status"));
   }
 };

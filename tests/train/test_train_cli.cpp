@@ -109,18 +109,14 @@ class TestTrainCli : public QObject {
 
   std::vector<crosslab::store::MetricRow> metrics(const QString& runDir) {
     auto store = crosslab::store::LabStore::open(lab_.toStdString());
-    const std::string dir = std::filesystem::absolute(runDir.toStdString()).lexically_normal().string();
-    for (const auto& r : store.runSummaries())
-      if (r.runDir == dir) return store.metricsAfter(r.id, 0);
-    return {};
+    const auto row = store.runs().byDir(crosslab::store::normalRunDir(runDir.toStdString()));
+    return row ? store.runs().metricsSince(row->id, -1) : std::vector<crosslab::store::MetricRow>{};
   }
 
   std::string runStatus(const QString& runDir) {
     auto store = crosslab::store::LabStore::open(lab_.toStdString());
-    const std::string dir = std::filesystem::absolute(runDir.toStdString()).lexically_normal().string();
-    for (const auto& r : store.runSummaries())
-      if (r.runDir == dir) return r.status;
-    return "none";
+    const auto row = store.runs().byDir(crosslab::store::normalRunDir(runDir.toStdString()));
+    return row ? row->status : std::string("none");
   }
 
  private slots:
@@ -391,6 +387,56 @@ class TestTrainCli : public QObject {
     const auto m = run({"merge", "--model", model_, "--adapter", path("run-basic"), "--out", path("run-basic")});
     QCOMPARE(m.code, 1);
     QVERIFY(m.err.contains("not empty"));
+  }
+
+  // A run folder holds one run: training into it again without --resume is refused and
+  // nothing of the first run changes (#11: New Run never overwrites an existing run).
+  void aFolderThatHoldsARunIsNeverWrittenOver() {
+    const QString out = path("run-basic");
+    QFile events(out + "/events.jsonl");
+    QVERIFY(events.open(QIODevice::ReadOnly));
+    const QByteArray before = events.readAll();
+    events.close();
+    const auto r = run(trainArgs(out, data_, 1) << "--lab" << lab_);
+    QCOMPARE(r.code, 1);
+    QVERIFY2(r.err.contains("already holds a run") && r.err.contains("--resume"), r.err.constData());
+    QVERIFY(events.open(QIODevice::ReadOnly));
+    QCOMPARE(events.readAll(), before);
+  }
+
+  // The window's way: everything in one recipe file (model, data, run folder), and the
+  // lab's row named by --run-id.
+  void recipeFileAloneStartsARun() {
+    const QString out = path("run-recipe");
+    crosslab::train::Recipe r = crosslab::train::Recipe::labDefaults();
+    r.modelPath = model_.toStdString();
+    r.datasetFile = data_.toStdString();
+    r.outputDir = out.toStdString();
+    r.dtype = "f32";
+    r.loraRank = 4;
+    r.perDeviceTrainBatchSize = 2;
+    r.gradientAccumulationSteps = 2;
+    r.numTrainEpochs = 1;
+    QDir().mkpath(out);
+    QFile f(out + "/recipe.json");
+    QVERIFY(f.open(QIODevice::WriteOnly));
+    f.write(QByteArray::fromStdString(crosslab::train::recipeToJson(r)));
+    f.close();
+    auto lab = crosslab::store::LabStore::open(lab_.toStdString());
+    crosslab::store::NewRun nr;
+    nr.name = "from-the-window";
+    nr.runDir = crosslab::store::normalRunDir(out.toStdString());
+    const auto id = lab.runs().requestCreate(nr);
+    const auto result = run({"train", "--recipe", out + "/recipe.json", "--lab", lab_, "--run-id", QString::number(id),
+                             "--threads", "1"});
+    QVERIFY2(result.code == 0, result.err.constData());
+    const auto row = lab.runs().byId(id);
+    QCOMPARE(row->status, std::string("finished"));
+    QCOMPARE(row->lastStep.value_or(0), std::int64_t(2));
+    QVERIFY(QFile::exists(out + "/adapter_model.safetensors"));
+    const auto all = lab.runs().list();
+    QCOMPARE(std::count_if(all.begin(), all.end(), [&](const auto& x) { return x.runDir == nr.runDir; }), 1L);  // one row
+    QCOMPARE(run({"train", "--recipe", out + "/recipe.json", "--run-id", "1"}).code, 2);  // --run-id needs --lab
   }
 };
 
