@@ -144,6 +144,7 @@ void printProgress(std::ostream& out, const train::TrainEvent& e, bool tty) {
 
 int trainCommand(const Args& args, Context& ctx) {
   args.expectPositionals(0, 0);
+  if (args.has("--run-id") && !args.has("--lab")) throw UsageError("--run-id needs --lab");
   std::vector<std::string> warnings;
   if (auto file = args.value("--recipe")) train::loadRecipeFile(*file);  // a bad file: exit 1 naming it
   train::Recipe recipe;
@@ -199,8 +200,6 @@ int trainCommand(const Args& args, Context& ctx) {
   if (auto lab = args.value("--lab")) {
     const std::int64_t runId = args.has("--run-id") ? args.integer("--run-id", 0, 1) : 0;
     mirror.emplace(*lab, runDir, modelDir.string(), trainer.totalSteps(), train::recipeToJson(recipe), runId);
-  } else if (args.has("--run-id")) {
-    throw UsageError("--run-id needs --lab");
   }
   std::signal(SIGTERM, onTrainStopSignal);
   std::signal(SIGINT, onTrainStopSignal);

@@ -120,9 +120,11 @@ class TestRemoteCli : public QObject {
     QVERIFY2(why.contains("no new step") && why.contains("last step 3 of 10"), qPrintable(why));
     QVERIFY2(why.contains("waiting for the collective"), qPrintable(why));
     QVERIFY(res.value("cost_while_dead_usd").toDouble() >= 0);
-    QFile pid(wd + "/child_pid");
-    QVERIFY(pid.open(QIODevice::ReadOnly));
-    QTRY_VERIFY_WITH_TIMEOUT(::kill(pid_t(pid.readAll().trimmed().toLongLong()), 0) != 0, 30000);  // killed on the box
+    QFile pidFile(wd + "/child_pid");
+    QVERIFY(pidFile.open(QIODevice::ReadOnly));
+    const qint64 pid = pidFile.readAll().trimmed().toLongLong();
+    QVERIFY(pid > 0);
+    QTRY_VERIFY_WITH_TIMEOUT(::kill(pid_t(pid), 0) != 0, 30000);  // killed on the box
   }
 
   void rocmOomIsReportedAndExitsOne() {

@@ -163,7 +163,7 @@ class TestRemoteEngine : public QObject {
 
     // A sweep of two levels against the adapter, through the tunnel, recorded with the box.
     auto r = cli({"bench", "--url", url.chopped(3), "--model", "tuned", "--concurrency", "1,2", "--num-prompts", "2",
-                  "--output-len", "8", "--lab", home_.filePath("home"), "--box", "loop", "--json"});
+                  "--output-len", "8", "--lab", home_.filePath("home"), "--box", "loop"});
     QVERIFY2(r.code == 0, r.err.constData());
     r = cli({"lab", "info", home_.filePath("home"), "--json"});
     const auto counts = QJsonDocument::fromJson(r.out).object().value("counts").toObject();
