@@ -165,12 +165,12 @@ NewRunDialog::NewRunDialog(backends::LabSession* session, QWidget* parent)
   yaml_->setObjectName("yamlPreview");
   yaml_->setReadOnly(true);
   yaml_->setFont(mono);
-  auto* previews = new QTabWidget(this);
-  previews->setObjectName("newRunTabs");
-  previews->addTab(preflightTab, tr("Preflight"));
-  previews->addTab(command_, tr("Command line"));
-  previews->addTab(yaml_, tr("LLaMA-Factory YAML"));
-  previews->setCurrentIndex(1);
+  previews_ = new QTabWidget(this);
+  previews_->setObjectName("newRunTabs");
+  previews_->addTab(preflightTab, tr("Preflight"));
+  previews_->addTab(command_, tr("Command line"));
+  previews_->addTab(yaml_, tr("LLaMA-Factory YAML"));
+  previews_->setCurrentIndex(1);
 
   buttons_ = new QDialogButtonBox(QDialogButtonBox::Cancel, this);
   auto* start = buttons_->addButton(tr("Start"), QDialogButtonBox::AcceptRole);
@@ -186,7 +186,7 @@ NewRunDialog::NewRunDialog(backends::LabSession* session, QWidget* parent)
   left->addWidget(problems_);
   auto* top = new QHBoxLayout;
   top->addLayout(left, 3);
-  top->addWidget(previews, 2);
+  top->addWidget(previews_, 2);
   auto* layout = new QVBoxLayout(this);
   layout->addLayout(top, 1);
   layout->addWidget(buttons_);
@@ -379,6 +379,8 @@ void NewRunDialog::onWhereChanged() {
   boxFolder_->setEnabled(box);
   preflightButton_->setEnabled(box && !preflightRunning_);
   form_->setGroupVisible("Venue", box);
+  if (box != shownBox_) previews_->setCurrentIndex(box ? 0 : 1);  // a box: its preflight comes first
+  shownBox_ = box;
   updatePreview();
 }
 

@@ -22,6 +22,7 @@ class QLineEdit;
 class QPlainTextEdit;
 class QPushButton;
 class QDialogButtonBox;
+class QTabWidget;
 
 namespace crosslab::backends {
 class LabSession;
@@ -88,9 +89,11 @@ class NewRunDialog : public QDialog {
   QPlainTextEdit* preflight_;
   QPlainTextEdit* command_;
   QPlainTextEdit* yaml_;
+  QTabWidget* previews_;
   QDialogButtonBox* buttons_;
   QString preflightDoneFor_;  // preflightKey() of the last report without an error
   bool preflightRunning_ = false;
+  bool shownBox_ = false;
 };
 
 }  // namespace crosslab::widgets

@@ -1,6 +1,7 @@
 #include "backends/bench/bench_process.h"
 
 #include "backends/child_process.h"
+#include "backends/lab_locations.h"
 
 #include <QCoreApplication>
 #include <QDir>
@@ -29,11 +30,7 @@ BenchProcess::~BenchProcess() {
   }
 }
 
-QString BenchProcess::defaultCliPath() {
-  const QString env = qEnvironmentVariable("CROSSLAB_CLI_PATH");
-  if (!env.isEmpty()) return env;
-  return QDir(QCoreApplication::applicationDirPath()).filePath("crosslab-cli");
-}
+QString BenchProcess::defaultCliPath() { return cliExecutable(); }
 
 bool BenchProcess::start(const QStringList& args) {
   if (isRunning()) return false;

@@ -16,7 +16,8 @@ class BenchProcess : public QObject {
   explicit BenchProcess(QObject* parent = nullptr);
   ~BenchProcess() override;
 
-  // The crosslab-cli to run: $CROSSLAB_CLI_PATH, else next to this executable.
+  // The crosslab-cli to run: backends::cliExecutable() ($CROSSLAB_CLI, else beside this
+  // program, else on PATH) — the same one the rest of the window runs.
   static QString defaultCliPath();
   void setCliPath(const QString& path) { cliPath_ = path; }
 

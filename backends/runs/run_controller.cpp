@@ -63,6 +63,9 @@ class RunWorker : public QObject {
     std::unique_ptr<remote::RunFollower> follower;
     QString phase;
     int failures = 0;
+    // Being started: tick() leaves it alone (a keyring read in the start spins this thread's
+    // event loop, and a follower of a run not launched yet would call it dead).
+    bool starting = false;
   };
 
   void attach(const store::RunSummary& row);
@@ -164,6 +167,7 @@ void RunWorker::start(const StartRequest& r) {
   auto f = std::make_unique<Follow>();
   f->runId = r.runId;
   f->launch = r.launch;
+  f->starting = true;
   auto& ref = *f;
   follows_[r.runId] = std::move(f);
   try {
@@ -178,6 +182,7 @@ void RunWorker::start(const StartRequest& r) {
       ref.run->launch(command.toStdString());
       ref.follower = std::make_unique<remote::RunFollower>(*ref.run, lab_.get(), r.runId, false, options.monitor);
       ref.phase = "following";
+      ref.starting = false;
       publish(ref);
       return;
     }
@@ -224,16 +229,18 @@ void RunWorker::start(const StartRequest& r) {
     lab_->addEvent(r.runId, ref.launch.boxId ? std::optional<std::int64_t>(ref.launch.boxId) : std::nullopt, "work.start",
                    "train (" + ref.launch.engine + ") in " + ref.launch.workDir);
     ref.phase = "following";
+    ref.starting = false;
     publish(ref);
   } catch (const std::exception& e) {
-    follows_.erase(r.runId);
-    fail(r.runId, QString("could not start on %1: %2").arg(ref.launch.onBox() ? q(ref.launch.box) : QString("this machine"), e.what()));
+    const QString where = ref.launch.onBox() ? q(ref.launch.box) : QString("this machine");
+    follows_.erase(r.runId);  // `ref` is gone from here on
+    fail(r.runId, QString("could not start on %1: %2").arg(where, e.what()));
   }
 }
 
 void RunWorker::stop(qint64 runId) {
   const auto it = follows_.find(runId);
-  if (it == follows_.end() || !it->second->follower) return;
+  if (it == follows_.end() || !it->second->follower || it->second->starting) return;
   auto& f = *it->second;
   f.phase = "stopping (SIGTERM: the trainer writes a checkpoint)";
   publish(f);
@@ -251,6 +258,7 @@ void RunWorker::stop(qint64 runId) {
 void RunWorker::tick() {
   std::vector<qint64> done;
   for (auto& [id, f] : follows_) {
+    if (f->starting) continue;
     if (!f->follower) {  // a box that was unreachable when we attached: try again
       try {
         connectHost(*f);

@@ -5,6 +5,8 @@
 // concurrency levels runs against the adapter through the tunnel; the benchmark row names
 // the box. Stop server ends the server on the box.
 #include <QComboBox>
+#include <QLabel>
+#include <QDir>
 #include <QLineEdit>
 #include <QSpinBox>
 #include <QTableView>
@@ -33,10 +35,9 @@ class TestJourneyBenchmarkAServerOnABox : public QObject {
     const QString model = box.folder() + "/models/demo-base", adapter = box.folder() + "/adapters/demo-lora";
     auto r = testing::runCli({"box", "push", "loop", lab.file("models/demo-base"), model, "--lab", lab.path()});
     QVERIFY2(r.code == 0, r.err.constData());
-    for (const char* f : {"adapter_config.json", "adapter_model.safetensors"}) {
-      r = testing::runCli({"box", "push", "loop", lab.file(QString("runs/demo-lora/") + f), adapter + "/" + f, "--lab", lab.path()});
-      QVERIFY2(r.code == 0, r.err.constData());
-    }
+    QDir().mkpath(adapter);  // (`box push` of a folder wants its parent there)
+    r = testing::runCli({"box", "push", "loop", lab.file("runs/demo-lora"), adapter, "--lab", lab.path()});
+    QVERIFY2(r.code == 0, r.err.constData());
     const qint64 benchmarksBefore = rowCount(lab.path(), "benchmarks");
 
     auto window = std::make_unique<widgets::MainWindow>();
@@ -52,7 +53,7 @@ class TestJourneyBenchmarkAServerOnABox : public QObject {
     QVERIFY(waitFor<QComboBox>(window.get(), "serveBox")->currentText() == "loop");
     QVERIFY(typeInto(waitFor<QLineEdit>(window.get(), "serveBoxModel"), model));
     QVERIFY(typeInto(waitFor<QLineEdit>(window.get(), "serveBoxAdapters"), "demo-lora=" + adapter));
-    QVERIFY(typeInto(waitFor<QLineEdit>(window.get(), "serveBoxProgram"), cliPath()));
+    QVERIFY(typeInto(waitFor<QLineEdit>(window.get(), "serveBoxProgram"), crosslab::testing::cliPath()));
     QVERIFY(typeInto(waitFor<QLineEdit>(window.get(), "serveBoxFolder"), box.folder() + "/serve"));
     auto* port = waitFor<QSpinBox>(window.get(), "serveBoxPort");
     port->setFocus();
@@ -72,7 +73,14 @@ class TestJourneyBenchmarkAServerOnABox : public QObject {
     QVERIFY(clickButton(window.get(), "runButton"));
 
     // The server answers through the tunnel; the sweep runs both levels and is recorded.
-    QVERIFY(waitUntil([&] { return rowCount(lab.path(), "benchmarks") == benchmarksBefore + 1; }, "the benchmark row"));
+    const auto serverLog = [&] {
+      QFile f(box.folder() + "/serve/output.log");
+      auto* status = window->findChild<QLabel*>("statusLabel");
+      return (status ? status->text().toUtf8() : QByteArray()) + " | server: " +
+             (f.open(QIODevice::ReadOnly) ? f.readAll().right(2000) : QByteArray("(no output.log)"));
+    };
+    QVERIFY2(waitUntil([&] { return rowCount(lab.path(), "benchmarks") == benchmarksBefore + 1; }, "the benchmark row"),
+             serverLog().constData());
     QVERIFY(waitUntil([&] { return rowCount(lab.path(), "benchmark_levels", "benchmark_id = (SELECT max(id) FROM benchmarks)") == 2; },
                       "two levels measured", kTrainWaitMs));
     QCOMPARE(rowCount(lab.path(), "benchmarks",

@@ -3,6 +3,7 @@
 // the session ends — SIGTERM (a logout), or SIGKILL (a crash). The server goes with the
 // window, whatever the signal; the trainer does not (it is detached on purpose, and Stop is
 // the only way to end it from the window).
+#include <QElapsedTimer>
 #include <QProcess>
 #include <QtTest>
 

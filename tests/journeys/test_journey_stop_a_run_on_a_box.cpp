@@ -14,6 +14,7 @@
 
 #include "loopback_box.h"
 #include "tests/journeys/journey_support.h"
+#include "tests/support/cli_runner.h"
 #include "widgets/main_window.h"
 #include "widgets/training_panel.h"
 
@@ -43,7 +44,7 @@ class TestJourneyStopARunOnABox : public QObject {
       where->setFocus();
       QTest::keyClick(where, Qt::Key_Down);
       if (!typeInto(d->findChild<QLineEdit*>("boxFolder"), box.folder())) return false;
-      if (!typeInto(d->findChild<QLineEdit*>("field_launcher"), cliPath())) return false;
+      if (!typeInto(d->findChild<QLineEdit*>("field_launcher"), crosslab::testing::cliPath())) return false;
       if (!clickButton(d, "preflightButton")) return false;
       auto* report = d->findChild<QPlainTextEdit*>("preflightReport");
       if (!waitUntil([&] { return report->toPlainText().contains("nothing blocks"); }, "the preflight")) return false;

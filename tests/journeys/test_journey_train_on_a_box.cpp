@@ -15,6 +15,7 @@
 
 #include "loopback_box.h"
 #include "tests/journeys/journey_support.h"
+#include "tests/support/cli_runner.h"
 #include "widgets/loss_chart.h"
 #include "widgets/main_window.h"
 #include "widgets/training_panel.h"
@@ -60,7 +61,7 @@ class TestJourneyTrainOnABox : public QObject {
       QTest::keyClick(where, Qt::Key_Down);  // the lab's box
       if (!where->currentText().startsWith("loop")) return false;
       if (!typeInto(d->findChild<QLineEdit*>("boxFolder"), box.folder())) return false;
-      if (!typeInto(d->findChild<QLineEdit*>("field_launcher"), cliPath())) return false;  // crosslab-cli on the box
+      if (!typeInto(d->findChild<QLineEdit*>("field_launcher"), crosslab::testing::cliPath())) return false;  // crosslab-cli on the box
       typeNumber(d->findChild<QDoubleSpinBox*>("field_num_train_epochs"), "0.1");  // ceil(0.1 × 37) = 4 steps
       if (!clickButton(d, "preflightButton")) return false;
       auto* report = d->findChild<QPlainTextEdit*>("preflightReport");
@@ -90,7 +91,7 @@ class TestJourneyTrainOnABox : public QObject {
     qInfo("timing: New Run Start to the first loss point on the loopback box: %.1f s", sinceStart.elapsed() / 1000.0);
     QVERIFY(waitUntil([&] { return rowWith(runs->model(), {"on-the-box", "finished"}) >= 0; }, "the run finished",
                       kTrainWaitMs));
-    QCOMPARE(panel->chart()->totalLossPoints(id), 4);
+    QVERIFY(waitUntil([&] { return panel->chart()->totalLossPoints(id) == 4; }, "every step on the curve"));
     // The adapter came home into the lab, as the box wrote it.
     const QString home = lab.file("runs/on-the-box");
     QVERIFY(waitUntil([&] { return QFile::exists(home + "/adapter_model.safetensors"); }, "the adapter fetched"));
