@@ -62,14 +62,6 @@ ssh::SshTarget boxTarget(const venues::BoxRow& box, const std::string& knownHost
   return t;
 }
 
-venues::SecretGuard labSecretGuard() {
-  auto guard = venues::SecretGuard::fromEnvironment();
-  // Keys kept in the keyring are secrets too, whether or not the environment has them.
-  for (const char* name : secrets::kKnownSecretNames)
-    if (auto r = secrets::readSecret(name, 2000); r.ok) guard.addSecret(name, r.value.toStdString());
-  return guard;
-}
-
 std::optional<double> gpuMemoryGb(ShellHost& s) {
   auto r = s.run("nvidia-smi --query-gpu=memory.total --format=csv,noheader,nounits 2>/dev/null | head -1");
   if (r.status == 0 && !r.out.empty() && std::isdigit(static_cast<unsigned char>(r.out[0])))
@@ -119,7 +111,7 @@ BoxPreflight preflightOnBox(ShellHost& box, const fs::path& model, const train::
   else report.add(Level::Warning, "disk", "could not read free space on " + box.label());
   // Secrets: nothing that leaves this machine may hold one.
   try {
-    const auto guard = labSecretGuard();
+    const auto guard = secrets::outgoingGuard();
     guard.checkPath(stage);
     guard.checkText(command, "the launch command");
     report.add(Level::Ok, "secrets", "no secret in the staged files or the command");

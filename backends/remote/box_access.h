@@ -22,10 +22,6 @@ namespace crosslab::remote {
 // `acceptNew`. No passphrase prompt unless the caller sets target.askPassphrase.
 ssh::SshTarget boxTarget(const venues::BoxRow& box, const std::string& knownHosts = {}, bool acceptNew = false);
 
-// The guard every upload and remote command passes: secret-looking environment variables
-// plus crosslab's keyring entries.
-venues::SecretGuard labSecretGuard();
-
 // Total memory of the box's first GPU in GB (nvidia-smi, else rocm-smi), or nullopt.
 std::optional<double> gpuMemoryGb(ShellHost& host);
 

@@ -6,6 +6,7 @@
 #include <spdlog/spdlog.h>
 
 #include "backends/remote/box_access.h"
+#include "backends/secrets/keyring.h"
 #include "backends/remote/health_probe.h"
 #include "backends/remote/remote_run.h"
 #include "backends/ssh/port_forward.h"
@@ -48,7 +49,7 @@ bool RemoteServer::start(const Spec& spec) {
           a.rank = venues::adapterRankFromConfig(r.out);
         }
       command = QString::fromStdString(venues::shellJoin(venues::serveArgv(s)));
-      labSecretGuard().checkText(command.toStdString(), "the serving command");
+      secrets::outgoingGuard().checkText(command.toStdString(), "the serving command");
       QMetaObject::invokeMethod(qApp, [self, command] {
         if (self) emit self->logLine(tr("on the box: %1").arg(command));
       });

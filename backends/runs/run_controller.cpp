@@ -13,6 +13,7 @@
 #include <map>
 
 #include "backends/remote/box_access.h"
+#include "backends/secrets/keyring.h"
 #include "backends/remote/remote_run.h"
 #include "backends/remote/run_follower.h"
 #include "backends/remote/run_stage.h"
@@ -203,7 +204,7 @@ void RunWorker::start(const StartRequest& r) {
     const auto staged = remote::stageRun(recipe, remote::engineFromString(ref.launch.engine), ref.launch.dataFile,
                                          ref.launch.modelOnHost, stage, r.program.toStdString());
     {
-      const auto guard = remote::labSecretGuard();
+      const auto guard = secrets::outgoingGuard();
       guard.checkPath(stage);
       guard.checkText(staged.command, "the launch command");
     }
