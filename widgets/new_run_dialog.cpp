@@ -43,11 +43,13 @@ QString shellQuote(const QString& s) {
   return "'" + q + "'";
 }
 
-QComboBox* pathCombo(QWidget* parent, const QString& objectName, const QString& placeholder) {
+// An editable combo of the lab's own paths; its line edit is named too (what a user types into).
+QComboBox* pathCombo(QWidget* parent, const QString& objectName, const QString& editName, const QString& placeholder) {
   auto* c = new QComboBox(parent);
   c->setEditable(true);
   c->setInsertPolicy(QComboBox::NoInsert);
   c->setObjectName(objectName);
+  c->lineEdit()->setObjectName(editName);
   c->lineEdit()->setPlaceholderText(placeholder);
   c->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
   c->setMinimumContentsLength(24);
@@ -117,8 +119,8 @@ NewRunDialog::NewRunDialog(backends::LabSession* session, QWidget* parent)
   boxFolder_ = new QLineEdit("crosslab", this);
   boxFolder_->setObjectName("boxFolder");
   boxFolder_->setToolTip(tr("Folder on the box (relative to its home): runs/<name> and models/<model> go under it"));
-  model_ = pathCombo(this, "field_model_name_or_path", tr("Hugging Face model folder (config.json, *.safetensors, tokenizer.json)"));
-  data_ = pathCombo(this, "field_dataset_file", tr("alpaca/sharegpt JSON(L) file, or a folder with dataset_info.json"));
+  model_ = pathCombo(this, "field_model_name_or_path", "baseModel", tr("Hugging Face model folder (config.json, *.safetensors, tokenizer.json)"));
+  data_ = pathCombo(this, "field_dataset_file", "trainingData", tr("alpaca/sharegpt JSON(L) file, or a folder with dataset_info.json"));
   for (const auto& m : backends::labModels(labPath_)) model_->addItem(QDir(labPath_).relativeFilePath(m), m);
   for (const auto& d : backends::labTrainingSets(labPath_)) data_->addItem(QDir(labPath_).relativeFilePath(d), d);
 
