@@ -18,6 +18,7 @@
 
 #include "core/eval/eval_data.h"
 #include "core/store/lab_store.h"
+#include "core/store/run_store.h"
 #include "core/train/sft_data.h"
 #include "core/util/lab_files.h"
 #include "core/util/sha256.h"
@@ -137,7 +138,7 @@ class TestLabFiles : public QObject {
     const std::string dir = newLab();
     {
       auto lab = store::LabStore::open(dir);
-      const auto run = lab.addRun({"r", "train", "crosslab", "m", 10, "", ""});
+      const auto run = lab.runs().requestCreate({"r", "train", "crosslab", "m", 10, "", ""});
       lab.addEvent(run, std::nullopt, "t", "before");
       QVERIFY(lab.db().walFilesLost().empty());
       // What a last closer without PERSIST_WAL does under a connection that lost its locks:
@@ -153,7 +154,7 @@ class TestLabFiles : public QObject {
         QVERIFY2(QString(e.what()).contains("writing stopped"), e.what());
       }
       // Statements outside an explicit transaction are refused too (the commit hook), for good.
-      QVERIFY_THROWS_EXCEPTION(store::LabFilesLost, lab.setRunStatus(run, "failed", "x"));
+      QVERIFY_THROWS_EXCEPTION(store::LabFilesLost, lab.runs().requestStatus(run, train::RunStatus::Failed, "x"));
       QVERIFY(!lab.db().walFilesLost().empty());
     }
     auto reopened = store::LabStore::open(dir);
