@@ -138,6 +138,18 @@ BenchmarksPanel::BenchmarksPanel(backends::LabSession* session, QWidget* parent)
     reload();
   });
   connect(session_, &backends::LabSession::labDataChanged, this, &BenchmarksPanel::reload);
+  // The window's close question names what closing the lab stops here (servers go with the
+  // lab; a sweep goes with the window, or with the server it measures).
+  session_->addCloseGuard(this, [this](backends::LabSession::CloseReason reason) {
+    const bool switching = reason == backends::LabSession::CloseReason::SwitchLab;
+    const bool onBox = boxForm_->server()->state() != remote::RemoteServer::State::Idle, local = server_->isRunning();
+    QStringList concerns;
+    if (process_->isRunning() && (!switching || (sweepOnLocal_ && local) || (sweepOnBox_ && onBox)))
+      concerns << tr("the benchmark sweep stops (the levels it finished are kept)");
+    if (local) concerns << tr("the local server stops");
+    if (onBox) concerns << tr("the server on %1 stops").arg(QString::fromStdString(boxForm_->server()->spec().box.name));
+    return concerns.join("\n• ");
+  });
   fillLocalDefaults();
   updateEndpointUi();
   reload();

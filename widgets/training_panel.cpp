@@ -159,8 +159,43 @@ TrainingPanel::TrainingPanel(backends::LabSession* session, QWidget* parent)
     updateStatus();
   });
   if (session_->isOpen()) controller_->setLab(session_->path());
+  session_->addCloseGuard(this, [this](backends::LabSession::CloseReason reason) {
+    return closeConcern(reason == backends::LabSession::CloseReason::Quit);
+  });
   updateStatus();
   QTimer::singleShot(0, this, &TrainingPanel::poll);
+}
+
+QString TrainingPanel::closeConcern(bool quitting) const {
+  if (!session_->isOpen()) return {};
+  std::vector<store::RunSummary> runs;
+  try {
+    runs = session_->store()->runs().list();
+  } catch (const std::exception& e) {
+    spdlog::warn("runs list: {}", e.what());
+    return {};
+  }
+  QStringList lines;
+  for (const auto& r : runs) {
+    const auto follow = controller_->info(r.id);
+    if (!follow.following || !train::isActive(r.state)) continue;
+    const QString name = QString::fromStdString(r.name);
+    const QString where = r.remote() ? tr("on %1").arg(QString::fromStdString(r.runDir.substr(0, r.runDir.find(':'))))
+                                     : tr("on this machine");
+    const QString& phase = follow.phase;
+    if (phase == "starting" || phase == "launching" || phase.startsWith("connecting") || phase.startsWith("pushing")) {
+      // Switching labs lets the start finish (the worker finishes it first); quitting ends
+      // the worker, and a push of weights gives up.
+      lines << (quitting ? tr("'%1' is still being started %2 (%3): quitting abandons the start")
+                         : tr("'%1' is still being started %2 (%3): it starts and trains while the lab is closed"))
+                   .arg(name, where, phase);
+      continue;
+    }
+    QString line = tr("'%1' keeps training %2").arg(name, where);
+    if (follow.pricePerHour > 0) line += tr(" (the box bills $%1/h)").arg(follow.pricePerHour, 0, 'f', 2);
+    lines << line + tr(": closing never stops a run (open the lab again to follow it; Stop ends it)");
+  }
+  return lines.join("\n• ");
 }
 
 // Runs are detached processes: the window going away lets go of them, never stops them.

@@ -78,6 +78,9 @@ class TrainingPanel : public QWidget {
  private:
   void updateStatus();
   void markOrphanedRuns();
+  // For the window's close question (LabSession close guard): the runs this window follows
+  // that go on without it, and a start in progress that quitting abandons.
+  QString closeConcern(bool quitting) const;
 
   backends::LabSession* session_;
   backends::RunController* controller_;

@@ -1,4 +1,5 @@
-// A real window as a separate process for the SIGTERM journey: opens LAB, goes to
+// A real window as a separate process for the SIGTERM journey (SIGTERM and SIGINT handled
+// as app/gui_main.cpp handles them: the window closes through the event loop): opens LAB, goes to
 // Benchmarks, picks "Local server", clicks Run (one short level) and, once the server is
 // up, prints "server pid N" and keeps running until it is signalled. Also starts a local
 // training run (New Run, this machine) when asked (--train) and prints "trainer pid N":
@@ -10,9 +11,11 @@
 #include <QTimer>
 #include <QtTest>
 
+#include <csignal>
 #include <cstdio>
 
 #include "backends/serve/local_serve_process.h"
+#include "backends/unix_signals.h"
 #include "core/train/run_process.h"
 #include "tests/journeys/journey_support.h"
 #include "widgets/benchmarks_panel.h"
@@ -23,6 +26,7 @@ using namespace crosslab::journey;
 
 int main(int argc, char** argv) {
   QApplication app(argc, argv);
+  backends::UnixSignals unixSignals({SIGTERM, SIGINT});  // as app/gui_main.cpp
   if (argc < 2) return 2;
   const QString labPath = QString::fromLocal8Bit(argv[1]);
   const bool train = argc > 2 && QString(argv[2]) == "--train";
@@ -30,6 +34,10 @@ int main(int argc, char** argv) {
   widgets::MainWindow window;
   window.show();
   if (!window.openLab(labPath)) return 3;
+  QObject::connect(&unixSignals, &backends::UnixSignals::received, &window, [&window](int) {
+    window.quitFromSignal();  // the real window's way: close through the event loop
+    QApplication::quit();
+  });
   QTimer::singleShot(0, &window, [&] {
     if (train) {
       DialogDriver newRun("crosslab::widgets::NewRunDialog", [](QWidget* d) {
