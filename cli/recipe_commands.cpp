@@ -60,13 +60,14 @@ train::Recipe recipeFromArgs(const Args& args, std::vector<std::string>* warning
   if (warnings)
     for (const auto& [k, v] : r.unknownKeys)
       warnings->push_back("recipe key '" + k + "' is not used by crosslab's trainer (kept for export)");
-  std::map<std::string, std::string> overrides;
-  for (const auto& [spec, key] : flagTable())
-    if (auto v = args.value(spec.name)) overrides[key] = *v;
-  try {
-    train::applyOverrides(r, overrides);
-  } catch (const std::exception& e) {  // a malformed flag value is a usage error (a bad file is not)
-    throw UsageError(e.what());
+  for (const auto& [spec, key] : flagTable()) {
+    const auto v = args.value(spec.name);
+    if (!v) continue;
+    try {
+      train::applyOverrides(r, {{key, *v}});
+    } catch (const std::exception& e) {  // a malformed flag value is a usage error (a bad file is not)
+      throw UsageError(spec.name + " (" + e.what() + ")");
+    }
   }
   return r;
 }
