@@ -17,6 +17,7 @@
 #include "backends/remote/remote_run.h"
 #include "backends/remote/run_follower.h"
 #include "backends/remote/run_stage.h"
+#include "core/ledger/life_recorder.h"
 #include "core/store/lab_store.h"
 #include "core/venues/venue_store.h"
 
@@ -210,6 +211,7 @@ void RunWorker::start(const StartRequest& r) {
     }
     QElapsedTimer shown;
     shown.start();
+    const double pushAt = ledger::epochNow();
     const auto sent = remote::pushModel(
         *ref.session, r.modelDir.toStdString(), ref.launch.modelOnHost, [&](std::uint64_t done, std::uint64_t total) {
           if (shown.elapsed() < 250 && done < total) return;
@@ -218,6 +220,9 @@ void RunWorker::start(const StartRequest& r) {
           publish(ref);
         },
         &cancel);
+    if (sent && ref.launch.boxId)
+      ledger::LifeRecorder(*lab_).transfer(ref.launch.boxId, ledger::Direction::Push, "weights -> " + ref.launch.modelOnHost,
+                                           static_cast<std::int64_t>(sent), pushAt, ledger::epochNow());
     emit message(r.runId, sent ? QString("pushed %1 MB of weights to %2:%3").arg(double(sent) / 1e6, 0, 'f', 1).arg(q(ref.launch.box), q(ref.launch.modelOnHost))
                                : QString("the weights are already on %1").arg(q(ref.launch.box)));
     ref.phase = "launching";
@@ -227,8 +232,10 @@ void RunWorker::start(const StartRequest& r) {
     ref.run = std::make_unique<remote::RemoteRun>(*ref.host, ref.launch.workDir, ref.launch.eventsFile);
     ref.run->launch(staged.command);
     ref.follower = std::make_unique<remote::RunFollower>(*ref.run, lab_.get(), r.runId, true, options.monitor);
-    lab_->addEvent(r.runId, ref.launch.boxId ? std::optional<std::int64_t>(ref.launch.boxId) : std::nullopt, "work.start",
-                   "train (" + ref.launch.engine + ") in " + ref.launch.workDir);
+    if (ref.launch.boxId)  // the box's life records the work (the ledger's compute minutes)
+      ledger::LifeRecorder(*lab_).workStarted(ref.launch.boxId, ledger::WorkKind::Train,
+                                              "train (" + ref.launch.engine + ") " + ref.launch.workDir, ledger::epochNow(),
+                                              {r.runId, std::nullopt});
     ref.phase = "following";
     ref.starting = false;
     publish(ref);
@@ -316,8 +323,16 @@ void RunWorker::finish(Follow& f) {
       } catch (const std::exception&) {
       }
     }
-    lab_->addEvent(f.runId, f.launch.boxId ? std::optional<std::int64_t>(f.launch.boxId) : std::nullopt, "work.end",
-                   std::string("train ") + train::toString(status));
+    if (f.launch.boxId) {  // the work item of the box's life ends with the run's status
+      ledger::LifeRecorder life(*lab_);
+      if (const auto work = life.openWorkForRun(f.runId)) {
+        const auto ws = status == RunStatus::Finished ? ledger::WorkStatus::Finished
+                        : status == RunStatus::Failed ? ledger::WorkStatus::Failed
+                        : status == RunStatus::Stalled ? ledger::WorkStatus::Stalled
+                                                       : ledger::WorkStatus::Stopped;
+        life.workEnded(*work, ws, ledger::epochNow(), f.follower->monitor().reason());
+      }
+    }
   }
   f.phase = QString::fromLatin1(train::toString(status));
   FollowInfo i;

@@ -109,7 +109,11 @@ class TestJourneyTrainOnABox : public QObject {
     QCOMPARE(integrityCheck(lab.path()), QString("ok"));
     QCOMPARE(rowCount(lab.path(), "runs", "name = 'on-the-box' AND status = 'finished' AND box_id IS NOT NULL"), qint64(1));
     QCOMPARE(rowCount(lab.path(), "metrics", "run_id = (SELECT id FROM runs WHERE name = 'on-the-box')"), qint64(4));
-    QCOMPARE(rowCount(lab.path(), "events", "type = 'work.start'"), qint64(1));
+    // The box's life holds the run as finished work and the weights it was sent (the ledger).
+    QCOMPARE(rowCount(lab.path(), "box_work",
+                      "kind = 'train' AND status = 'finished' AND run_id = (SELECT id FROM runs WHERE name = 'on-the-box')"),
+             qint64(1));
+    QCOMPARE(rowCount(lab.path(), "box_transfers", "direction = 'push' AND what LIKE 'weights -> %' AND bytes > 0"), qint64(1));
   }
 };
 

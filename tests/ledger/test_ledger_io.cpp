@@ -12,6 +12,7 @@
 #include "core/ledger/life_recorder.h"
 #include "core/report/redactor.h"
 #include "core/store/lab_store.h"
+#include "core/store/run_store.h"
 #include "core/venues/meter.h"
 #include "core/venues/venue_store.h"
 
@@ -220,15 +221,15 @@ class TestLedgerIo : public QObject {
     const auto box = venues.addBox(b);
     crosslab::store::NewRun nr;
     nr.name = "70b-lora";
-    const auto run = lab.addRun(nr);
-    lab.setRunStatus(run, "running");
+    const auto run = lab.runs().requestCreate(nr);
+    lab.runs().requestStatus(run, train::RunStatus::Running);
     const double t0 = *crosslab::venues::parseUtc(b.provisionedAt);
     LifeRecorder rec(lab);
     const auto w = rec.workStarted(box, WorkKind::Train, "70b-lora", t0 + 600, {run, std::nullopt});
     QCOMPARE(*rec.openWorkForRun(run), w);
     rec.workEnded(w, WorkStatus::Failed, t0 + 600 + 40 * 60, "silent for 40 min");
     QVERIFY(!rec.openWorkForRun(run));
-    lab.setRunStatus(run, "failed", "silent for 40 min");
+    lab.runs().requestStatus(run, train::RunStatus::Failed, "silent for 40 min");
     const auto offer = log.suggestFromRun(run);
     QVERIFY(offer);
     QCOMPARE(*offer->minutes, 40.0);

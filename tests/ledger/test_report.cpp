@@ -18,6 +18,7 @@
 #include "core/report/portability.h"
 #include "core/report/report_builder.h"
 #include "core/store/lab_store.h"
+#include "core/store/run_store.h"
 #include "core/venues/meter.h"
 #include "core/venues/venue_store.h"
 #include "tests/support/cli_runner.h"
@@ -53,8 +54,9 @@ std::int64_t addRun(store::LabStore& lab, const std::string& name, const char* r
   nr.name = name;
   nr.totalSteps = 10;
   nr.recipeJson = recipe;
-  const auto id = lab.addRun(nr);
-  lab.setRunStatus(id, "finished");
+  const auto id = lab.runs().requestCreate(nr);
+  lab.runs().requestStatus(id, train::RunStatus::Running);
+  lab.runs().requestStatus(id, train::RunStatus::Finished);
   std::vector<store::MetricRow> rows;
   for (int s = 1; s <= 10; ++s) {
     store::MetricRow m;

@@ -16,6 +16,7 @@
 #include "core/ledger/life_jsonl.h"
 #include "core/report/report_builder.h"
 #include "core/store/lab_store.h"
+#include "core/store/run_store.h"
 #include "tests/support/cli_runner.h"
 
 using namespace crosslab;
@@ -84,7 +85,7 @@ class TestReportBrowser : public QObject {
     ledger::importLives(lab, ledger::parseLivesJsonl(lives));
     store::NewRun nr;
     nr.name = "8b-lora";
-    const auto run = lab.addRun(nr);
+    const auto run = lab.runs().requestCreate(nr);
     std::vector<store::MetricRow> rows;
     for (int s = 1; s <= 111; ++s) {
       store::MetricRow m;

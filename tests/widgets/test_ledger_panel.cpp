@@ -24,6 +24,7 @@
 #include "core/ledger/life_jsonl.h"
 #include "core/ledger/life_recorder.h"
 #include "core/store/lab_store.h"
+#include "core/store/run_store.h"
 #include "core/venues/meter.h"
 #include "widgets/friction_dialog.h"
 #include "widgets/ledger_panel.h"
@@ -85,13 +86,14 @@ class TestLedgerPanel : public QObject {
     ledger::importLives(lab, ledger::parseLivesJsonl(live));
     store::NewRun nr;
     nr.name = "70b-dead";
-    failedRun_ = lab.addRun(nr);
+    failedRun_ = lab.runs().requestCreate(nr);
     const auto box = lab.db().scalarInt("SELECT id FROM boxes WHERE name = 'spark'");
     ledger::LifeRecorder rec(lab);
     const auto w = rec.workStarted(box, ledger::WorkKind::Train, "70b-dead",
                                    *venues::parseUtc("2026-01-05T09:10:00Z"), {failedRun_, std::nullopt});
     rec.workEnded(w, ledger::WorkStatus::Stalled, *venues::parseUtc("2026-01-05T09:50:00Z"), "silent 40 min");
-    lab.setRunStatus(failedRun_, "stalled", "silent 40 min");
+    lab.runs().requestStatus(failedRun_, train::RunStatus::Running);
+    lab.runs().requestStatus(failedRun_, train::RunStatus::Stalled, "silent 40 min");
   }
 
   void showsLivesBarsTotalsAndTransfers() {
@@ -195,8 +197,8 @@ class TestLedgerPanel : public QObject {
     // A failed run in the Training panel: Log friction… opens the entry pre-filled.
     store::NewRun nr;
     nr.name = "oom-run";
-    const auto run = lab.addRun(nr);
-    lab.setRunStatus(run, "failed", "GPU out of memory (ROCm)");
+    const auto run = lab.runs().requestCreate(nr);
+    lab.runs().requestStatus(run, train::RunStatus::Failed, "GPU out of memory (ROCm)");
     {
       widgets::TrainingPanel training(&session_);
       training.show();
