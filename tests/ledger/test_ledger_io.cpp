@@ -222,14 +222,14 @@ class TestLedgerIo : public QObject {
     crosslab::store::NewRun nr;
     nr.name = "70b-lora";
     const auto run = lab.runs().requestCreate(nr);
-    lab.runs().requestStatus(run, train::RunStatus::Running);
+    lab.runs().requestStatus(run, crosslab::train::RunStatus::Running);
     const double t0 = *crosslab::venues::parseUtc(b.provisionedAt);
     LifeRecorder rec(lab);
     const auto w = rec.workStarted(box, WorkKind::Train, "70b-lora", t0 + 600, {run, std::nullopt});
     QCOMPARE(*rec.openWorkForRun(run), w);
     rec.workEnded(w, WorkStatus::Failed, t0 + 600 + 40 * 60, "silent for 40 min");
     QVERIFY(!rec.openWorkForRun(run));
-    lab.runs().requestStatus(run, train::RunStatus::Failed, "silent for 40 min");
+    lab.runs().requestStatus(run, crosslab::train::RunStatus::Failed, "silent for 40 min");
     const auto offer = log.suggestFromRun(run);
     QVERIFY(offer);
     QCOMPARE(*offer->minutes, 40.0);

@@ -55,8 +55,8 @@ std::int64_t addRun(store::LabStore& lab, const std::string& name, const char* r
   nr.totalSteps = 10;
   nr.recipeJson = recipe;
   const auto id = lab.runs().requestCreate(nr);
-  lab.runs().requestStatus(id, train::RunStatus::Running);
-  lab.runs().requestStatus(id, train::RunStatus::Finished);
+  lab.runs().requestStatus(id, crosslab::train::RunStatus::Running);
+  lab.runs().requestStatus(id, crosslab::train::RunStatus::Finished);
   std::vector<store::MetricRow> rows;
   for (int s = 1; s <= 10; ++s) {
     store::MetricRow m;

@@ -92,8 +92,8 @@ class TestLedgerPanel : public QObject {
     const auto w = rec.workStarted(box, ledger::WorkKind::Train, "70b-dead",
                                    *venues::parseUtc("2026-01-05T09:10:00Z"), {failedRun_, std::nullopt});
     rec.workEnded(w, ledger::WorkStatus::Stalled, *venues::parseUtc("2026-01-05T09:50:00Z"), "silent 40 min");
-    lab.runs().requestStatus(failedRun_, train::RunStatus::Running);
-    lab.runs().requestStatus(failedRun_, train::RunStatus::Stalled, "silent 40 min");
+    lab.runs().requestStatus(failedRun_, crosslab::train::RunStatus::Running);
+    lab.runs().requestStatus(failedRun_, crosslab::train::RunStatus::Stalled, "silent 40 min");
   }
 
   void showsLivesBarsTotalsAndTransfers() {
@@ -198,7 +198,7 @@ class TestLedgerPanel : public QObject {
     store::NewRun nr;
     nr.name = "oom-run";
     const auto run = lab.runs().requestCreate(nr);
-    lab.runs().requestStatus(run, train::RunStatus::Failed, "GPU out of memory (ROCm)");
+    lab.runs().requestStatus(run, crosslab::train::RunStatus::Failed, "GPU out of memory (ROCm)");
     {
       widgets::TrainingPanel training(&session_);
       training.show();
