@@ -64,7 +64,7 @@ std::int64_t addRun(store::LabStore& lab, const std::string& name, const char* r
     m.loss = firstLoss + (lastLoss - firstLoss) * (s - 1) / 9.0;
     rows.push_back(m);
   }
-  lab.appendMetrics(id, rows);
+  lab.runs().appendMetrics(id, rows);
   auto st = lab.db().prepare("UPDATE runs SET started_at = ?, ended_at = ?, weights_sha256 = ?, data_sha256 = ? WHERE id = ?");
   st.bind(1, start).bind(2, end).bind(3, weights).bind(4, std::string(64, 'd')).bind(5, id).run();
   return id;

@@ -93,7 +93,7 @@ class TestReportBrowser : public QObject {
       m.loss = 0.56 * std::exp(-s / 60.0) + 0.05 * ((s * 7919) % 13) / 13.0;
       rows.push_back(m);
     }
-    lab.appendMetrics(run, rows);
+    lab.runs().appendMetrics(run, rows);
     bench::BenchStore bs(lab);
     const auto b = bs.begin({"1x MI300X merged", "http://127.0.0.1:1", "llama", "completions", "bench", 2.99});
     for (auto [c, agg] : std::vector<std::pair<int, double>>{{1, 25.7}, {8, 180.0}, {64, 1182.0}}) {
