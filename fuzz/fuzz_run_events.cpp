@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   for (auto* m : {&events, &output}) {
     m->tick();
     m->processExited(size % 3 == 0 ? 0 : int(size % 256));
-    if (m->state() == train::RunState::Failed || m->state() == train::RunState::Stalled)
+    if (m->status() == train::RunStatus::Failed || m->status() == train::RunStatus::Stalled)
       fuzz::require(!m->reason().empty(), "a failed run without a reason");
     const double cost = m->costWhileDead(2.99);
     fuzz::require(std::isfinite(cost) && cost >= 0, "cost while dead is not a finite, non-negative amount");
