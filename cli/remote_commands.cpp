@@ -58,7 +58,7 @@ int remoteTrain(const Args& args, Context& ctx) {
     for (const auto& e : fs::recursive_directory_iterator(stage))
       if (e.is_regular_file()) names.push_back(fs::relative(e.path(), stage).string());
     std::sort(names.begin(), names.end());
-    const std::string dataCopy = "data/" + recipe.datasetFile;
+    const std::string dataCopy = "data/" + fs::path(*dataFile).filename().string();  // as stageRun copies it
     nlohmann::json files = nlohmann::json::object();
     for (const auto& name : names) {
       if (name == dataCopy) {
