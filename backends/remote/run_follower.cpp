@@ -48,6 +48,11 @@ void RunFollower::apply() {
     appliedReason_ = reason;
     return;
   }
+  // A short run can be over before the first poll sees it: the follower's first verdict is
+  // then "finished" (or "stalled") straight from pending, which the status table only allows
+  // through running. It did run: say so first, which also stamps its start.
+  if (applied_ == RunStatus::Pending && (s == RunStatus::Finished || s == RunStatus::Stalled))
+    runs.requestStatus(runId_, RunStatus::Running);
   const bool changed = runs.requestStatus(runId_, s, s == RunStatus::Running ? std::string() : reason);
   if (changed && (s == RunStatus::Failed || s == RunStatus::Stalled || (s == RunStatus::Running && applied_ == RunStatus::Stalled))) {
     nlohmann::json lines = nlohmann::json::array();

@@ -7,6 +7,8 @@
 #include <fstream>
 
 #include "backends/remote/remote_run.h"
+#include "backends/remote/run_follower.h"
+#include "core/store/lab_store.h"
 #include "core/train/recipe.h"
 #include "loopback_target.h"
 
@@ -64,6 +66,39 @@ class TestRemoteRun : public QObject {
     QCOMPARE(*m.lastStep()->step, std::int64_t{3});
     QCOMPARE(*m.records()[2].loss, 0.23);
     QCOMPARE(*m.records()[0].elapsedSeconds, 1.0);  // str(timedelta) parsed
+  }
+
+  // A run over before the follower's first poll (a short run, a slow window): the first
+  // verdict the follower sees is "finished" straight from pending. The lab must say
+  // finished, with its start stamped, not leave the run pending for ever.
+  void aRunOverBeforeTheFirstPollIsFinishedInTheLab() {
+    auto lab = crosslab::store::LabStore::create(work_.filePath("lab").toStdString(), "follow");
+    crosslab::store::NewRun nr;
+    nr.name = "short";
+    nr.runDir = "loop:" + work_.filePath("run-short").toStdString();
+    const auto runId = lab.runs().requestCreate(nr);
+    const std::string dir = work_.filePath("run-short").toStdString();
+    QDir().mkpath(QString::fromStdString(dir));
+    auto recipe = crosslab::train::Recipe::labDefaults();
+    recipe.modelPath = "/models/llama";
+    recipe.dataset = "lab_sft";
+    recipe.outputDir = "output";
+    std::ofstream(dir + "/train.yaml") << crosslab::train::recipeToLlamaFactoryYaml(recipe);
+    RemoteRun run(*session_, dir, "output/trainer_log.jsonl");
+    run.launch("sh " + QStringLiteral(CROSSLAB_TESTS_DIR "/backends/fake_llamafactory.sh").toStdString() + " ok train train.yaml");
+    // Wait for the run's end without polling it: its wrapper writes exit_status last.
+    QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(QString::fromStdString(dir + "/exit_status")), 60000);
+    crosslab::remote::RunFollower follower(run, &lab, runId, true, {}, [this] { return now_; });
+    const auto u = follower.step();
+    QVERIFY(u.records.size() >= 3);  // every step at once
+    QVERIFY(follower.ended());
+    QCOMPARE(follower.monitor().status(), RunStatus::Finished);
+    const auto row = lab.runs().byId(runId);
+    QVERIFY(row);
+    QCOMPARE(QString::fromStdString(row->status), QString("finished"));
+    QVERIFY(!row->startedAt.empty());
+    QVERIFY(!row->endedAt.empty());
+    QCOMPARE(row->lastStep.value_or(-1), std::int64_t{3});
   }
 
   void tracebackFails() {
