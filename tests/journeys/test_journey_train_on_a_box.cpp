@@ -103,7 +103,12 @@ class TestJourneyTrainOnABox : public QObject {
     // The weights went to the box's models folder once.
     QVERIFY(QFile::exists(box.folder() + "/models/demo-base/model.safetensors"));
 
+    // The box bills ($2.99/h): Quit asks whether to tear it down; it is this machine, leave it.
+    DialogDriver billing("QMessageBox", [](QWidget* d) {
+      return d->objectName() == "billingQuestion" && answerMessageBox(d, "Leave running");
+    });
     QVERIFY(chooseMenu(window.get(), "Lab", "Quit"));
+    QVERIFY2(billing.wait(), qPrintable(billing.error()));
     QVERIFY(waitUntil([&] { return !window->isVisible(); }, "the window to close"));
     window.reset();
     QCOMPARE(integrityCheck(lab.path()), QString("ok"));
