@@ -74,7 +74,9 @@ CheckReport checkOutputs(const EvalSet& eval, const std::vector<OutputRecord>& o
 nlohmann::json sampleJson(const SampleCheck& s) {
   nlohmann::json quotes = nlohmann::json::array();
   for (const auto& q : s.quotes) {
-    nlohmann::json j = {{"quote", q.quote}, {"result", quoteKindName(q.match.kind)}, {"score", q.match.score}};
+    nlohmann::json j = {{"quote", q.quote}, {"result", quoteKindName(q.match.kind)}, {"score", q.match.score},
+                        {"normalized", normalizeStepNames(q.match.normalized)}};
+    if (q.match.caseFolded) j["case_differs"] = true;
     if (q.match.context >= 0) {
       j["context"] = q.match.context;
       j["start"] = q.match.charBegin;
@@ -98,7 +100,8 @@ nlohmann::json reportJson(const CheckReport& report, bool detail) {
                     {"quotes", m.quotes},   {"exact", m.exact},          {"fuzzy", m.fuzzy},
                     {"fabricated", m.fabricated}, {"invalid", m.invalid}, {"fidelity", m.fidelity()}};
   }
-  nlohmann::json j = {{"eval_sha256", report.evalSha256}, {"models", std::move(models)}};
+  nlohmann::json j = {{"eval_sha256", report.evalSha256}, {"models", std::move(models)},
+                      {"rules", {{"exact", QuoteChecker::kExactRule}, {"fuzzy", QuoteChecker::kFuzzyRule}}}};
   if (detail) {
     j["samples"] = nlohmann::json::array();
     for (const auto& s : report.samples) j["samples"].push_back(sampleJson(s));

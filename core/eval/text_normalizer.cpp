@@ -49,7 +49,7 @@ class Builder {
  public:
   Builder(NormalizedText& out, bool keepMap) : out_(out), keepMap_(keepMap) {}
 
-  void space(size_t begin) {
+  void space(size_t begin) {  // a whitespace code point, collapsed
     if (!pendingSpace_ && !out_.text.empty()) {
       pendingSpace_ = true;
       spaceBegin_ = begin;
@@ -91,9 +91,29 @@ class Builder {
   size_t spaceBegin_ = 0;
 };
 
+// Per code point: whitespace, lowercase, typography, as `steps` ask.
+void emitCodePoint(utf8proc_int32_t cp, size_t begin, size_t end, unsigned steps, Builder& b) {
+  if ((steps & kCollapseSpace) && isUnicodeSpace(cp)) {
+    b.space(begin);
+    return;
+  }
+  if (steps & kFoldCase) cp = utf8proc_tolower(cp);
+  if (steps & kFoldTypography) cp = foldPunctuation(cp);
+  b.emit(cp, begin, end);
+}
+
 // NFC of one segment (a starter and the combining marks after it), then per code point
 // lowercase / fold / whitespace. Every output byte maps to the whole segment.
-void normalizeSegment(std::string_view s, size_t begin, size_t end, Builder& b) {
+void normalizeSegment(std::string_view s, size_t begin, size_t end, unsigned steps, Builder& b) {
+  if (!(steps & kComposeUnicode)) {  // code points as written
+    for (size_t i = begin; i < end;) {
+      utf8proc_int32_t cp = 0;
+      const auto n = static_cast<size_t>(decode(s, i, cp));
+      emitCodePoint(cp, i, i + n, steps, b);
+      i += n;
+    }
+    return;
+  }
   std::array<utf8proc_int32_t, 32> small{};
   std::vector<utf8proc_int32_t> large;
   utf8proc_int32_t* buf = small.data();
@@ -110,13 +130,7 @@ void normalizeSegment(std::string_view s, size_t begin, size_t end, Builder& b) 
     return;
   }
   n = utf8proc_normalize_utf32(buf, n, kNfc);
-  for (utf8proc_ssize_t k = 0; k < n; ++k) {
-    if (isUnicodeSpace(buf[k])) {
-      b.space(begin);
-      continue;
-    }
-    b.emit(foldPunctuation(utf8proc_tolower(buf[k])), begin, end);
-  }
+  for (utf8proc_ssize_t k = 0; k < n; ++k) emitCodePoint(buf[k], begin, end, steps, b);
 }
 
 bool isPunctuation(utf8proc_int32_t cp) {
@@ -140,7 +154,24 @@ std::pair<size_t, size_t> NormalizedText::originalRange(size_t begin, size_t end
   return {origin[begin], originEnd[end - 1]};
 }
 
-NormalizedText TextNormalizer::normalize(std::string_view s, bool keepMap) {
+std::vector<std::string> normalizeStepNames(unsigned steps) {
+  std::vector<std::string> names;
+  if (steps & kCollapseSpace) names.push_back("whitespace");
+  if (steps & kComposeUnicode) names.push_back("Unicode form");
+  if (steps & kFoldTypography) names.push_back("quote marks/dashes");
+  if (steps & kFoldCase) names.push_back("letter case");
+  return names;
+}
+
+unsigned TextNormalizer::stepsNeeded(std::string_view a, std::string_view b) {
+  if (a == b) return 0;
+  unsigned needed = 0;
+  for (unsigned step : {kCollapseSpace, kComposeUnicode, kFoldTypography, kFoldCase})
+    if (normalize(a, false, kAllSteps & ~step).text != normalize(b, false, kAllSteps & ~step).text) needed |= step;
+  return needed;
+}
+
+NormalizedText TextNormalizer::normalize(std::string_view s, bool keepMap, unsigned steps) {
   NormalizedText out;
   out.text.reserve(s.size());
   if (keepMap) {
@@ -153,8 +184,8 @@ NormalizedText TextNormalizer::normalize(std::string_view s, bool keepMap) {
     const auto c = static_cast<unsigned char>(s[i]);
     const bool asciiAlone = c < 0x80 && (i + 1 == s.size() || static_cast<unsigned char>(s[i + 1]) < 0x80);
     if (asciiAlone) {  // fast path: ASCII not followed by a combining mark
-      if (isAsciiSpace(c)) b.space(i);
-      else b.ascii(static_cast<char>(c >= 'A' && c <= 'Z' ? c + 32 : c), i);
+      if ((steps & kCollapseSpace) && isAsciiSpace(c)) b.space(i);
+      else b.ascii(static_cast<char>((steps & kFoldCase) && c >= 'A' && c <= 'Z' ? c + 32 : c), i);
       ++i;
       continue;
     }
@@ -166,7 +197,7 @@ NormalizedText TextNormalizer::normalize(std::string_view s, bool keepMap) {
       if (!isNonStarter(next)) break;
       end += static_cast<size_t>(n);
     }
-    normalizeSegment(s, i, end, b);
+    normalizeSegment(s, i, end, steps, b);
     i = end;
   }
   return out;

@@ -33,6 +33,12 @@ class TestQuoteChecker : public QObject {
     const auto n = TextNormalizer::normalize("  A “Big”\u00a0 dash—here\r\n", true);
     QCOMPARE(QString::fromStdString(n.text), QString("a \"big\" dash-here"));
     QCOMPARE(n.origin.size(), n.text.size());
+    // Each step can be left out: "exact" keeps letter case.
+    QCOMPARE(QString::fromStdString(TextNormalizer::normalize("  A “Big”  dash", false, QuoteChecker::kExactSteps).text),
+             QString("A \"Big\" dash"));
+    QCOMPARE(QString::fromStdString(TextNormalizer::normalize(" A “Big” ", false, kFoldCase).text), QString::fromUtf8(" a “big” "));
+    QCOMPARE(TextNormalizer::stepsNeeded("A  “b”", "a \"b\""), unsigned(kCollapseSpace | kFoldTypography | kFoldCase));
+    QCOMPARE(TextNormalizer::stepsNeeded("same", "same"), 0u);
   }
 
   void nfcComposesCombiningMarks() {
@@ -43,39 +49,93 @@ class TestQuoteChecker : public QObject {
   void exactMatchReportsSpanInOriginal() {
     std::vector<std::string> ctx{kContext0, kContext1};
     QuoteChecker qc(ctx);
-    auto m = qc.check("its loss fell from 2.1 to 0.9");
+    auto m = qc.check("Its loss fell from 2.1 to 0.9");
     QCOMPARE(m.kind, QuoteKind::Exact);
     QCOMPARE(m.context, 0);
+    QCOMPARE(m.normalized, 0u);
+    QCOMPARE(QString::fromStdString(quoteMatchNote(m)), QString("verbatim"));
     QCOMPARE(QString::fromStdString(span(kContext0, m)), QString("Its loss fell from 2.1 to 0.9"));
   }
 
-  void whitespaceCaseAndQuoteStyleVariantsMatchExactly() {
+  // The rule "exact" allows: whitespace runs, Unicode form and typographic quote marks and
+  // dashes; each match says which of them it needed.
+  void whitespaceAndQuoteStyleVariantsMatchExactly() {
     std::vector<std::string> ctx{kContext0};
     QuoteChecker qc(ctx);
-    auto m = qc.check("THE MISTRAL FINE-TUNE   ran for 111 steps");
+    auto m = qc.check("The Mistral fine-tune   ran for 111 steps");
     QCOMPARE(m.kind, QuoteKind::Exact);
+    QCOMPARE(m.normalized, unsigned(kCollapseSpace));
+    QCOMPARE(QString::fromStdString(quoteMatchNote(m)), QString("whitespace"));
     QCOMPARE(QString::fromStdString(span(kContext0, m)), QString("The  Mistral\tfine-tune ran for 111 steps"));
     auto curly = qc.check("the \"quality gate\" was rebuilt - twice - before");
     QCOMPARE(curly.kind, QuoteKind::Exact);
+    QCOMPARE(curly.normalized, unsigned(kFoldTypography));
+    QCOMPARE(QString::fromStdString(quoteMatchNote(curly)), QString("quote marks/dashes"));
     QCOMPARE(QString::fromStdString(span(kContext0, curly)), QString::fromUtf8("the “quality gate” was rebuilt — twice — before"));
+  }
+
+  // Letter case is not something "exact" forgives: the same run with other case is fuzzy,
+  // found at the same place, and says so.
+  void caseDifferenceIsFuzzyNotExact() {
+    std::vector<std::string> ctx{kContext0};
+    QuoteChecker qc(ctx);
+    auto m = qc.check("THE MISTRAL FINE-TUNE   ran for 111 steps");
+    QCOMPARE(m.kind, QuoteKind::Fuzzy);
+    QVERIFY(m.caseFolded);
+    QCOMPARE(m.score, 1.0);
+    QCOMPARE(m.normalized, unsigned(kCollapseSpace | kFoldCase));
+    QCOMPARE(QString::fromStdString(quoteMatchNote(m)), QString("whitespace, letter case"));
+    QCOMPARE(QString::fromStdString(span(kContext0, m)), QString("The  Mistral\tfine-tune ran for 111 steps"));
+  }
+
+  // Issue 11: a lower-cased quote with its sentence's period stripped was labelled exact.
+  void lowerCasedQuoteWithPeriodStrippedIsNotExact() {
+    const std::string c = "Nothing broke. The loss fell to 0.9 after three epochs.";
+    std::vector<std::string> ctx{c};
+    QuoteChecker qc(ctx);
+    auto lowered = qc.check("the loss fell to 0.9 after three epochs");
+    QCOMPARE(lowered.kind, QuoteKind::Fuzzy);
+    QVERIFY(lowered.caseFolded);
+    QCOMPARE(QString::fromStdString(quoteMatchNote(lowered)), QString("letter case"));
+    // Leaving out the final period is choosing a shorter run of the same words: verbatim.
+    auto verbatim = qc.check("The loss fell to 0.9 after three epochs");
+    QCOMPARE(verbatim.kind, QuoteKind::Exact);
+    QCOMPARE(QString::fromStdString(quoteMatchNote(verbatim)), QString("verbatim"));
+    // A run that cuts a word is not a quote of it.
+    QCOMPARE(qc.check("he loss fell").kind, QuoteKind::Fabricated);
+    QCOMPARE(qc.check("loss fell to 0").kind, QuoteKind::Fabricated);
+  }
+
+  void scriptsWithoutSpacesMatchInsideRuns() {
+    const std::string c = "\u6a21\u578b\u5728\u4e09\u4e2a\u5468\u671f\u540e\u6536\u655b";  // no spaces between words
+    std::vector<std::string> ctx{c};
+    QuoteChecker qc(ctx);
+    QCOMPARE(qc.check("\u4e09\u4e2a\u5468\u671f").kind, QuoteKind::Exact);
   }
 
   void nonAsciiSpanUsesCodePointOffsets() {
     std::vector<std::string> ctx{kContext1};
     QuoteChecker qc(ctx);
-    auto m = qc.check("owners in ZÜRICH reported");
+    auto m = qc.check("owners in Zürich reported");
     QCOMPARE(m.kind, QuoteKind::Exact);
     QCOMPARE(QString::fromStdString(span(kContext1, m)), QString::fromUtf8("owners in Zürich reported"));
     // "Café " is 5 code points but 6 bytes.
     QCOMPARE(m.charBegin, size_t(5));
     QCOMPARE(m.byteBegin, size_t(6));
     QCOMPARE(m.charEnd - m.charBegin, size_t(25));
+    auto upper = qc.check("owners in ZÜRICH reported");  // non-ASCII case folding finds the same span
+    QCOMPARE(upper.kind, QuoteKind::Fuzzy);
+    QCOMPARE(upper.byteBegin, m.byteBegin);
+    QCOMPARE(upper.byteEnd, m.byteEnd);
+    QCOMPARE(qc.check("rich reported that").kind, QuoteKind::Fabricated);  // "Zürich" cut after "Zü"
   }
 
   void decomposedQuoteMatchesPrecomposedContext() {
     std::vector<std::string> ctx{kContext1};
     QuoteChecker qc(ctx);
-    QCOMPARE(qc.check("Cafe\u0301 owners").kind, QuoteKind::Exact);
+    auto m = qc.check("Cafe\u0301 owners");
+    QCOMPARE(m.kind, QuoteKind::Exact);
+    QCOMPARE(QString::fromStdString(quoteMatchNote(m)), QString("Unicode form"));
   }
 
   void oneWordChangedIsFuzzy() {
@@ -104,6 +164,8 @@ class TestQuoteChecker : public QObject {
     auto m = qc.check("we measured carefully the throughput of every venue twice and kept the raw logs");
     QCOMPARE(m.kind, QuoteKind::Fuzzy);
     QCOMPARE(m.score, 1.0);
+    QVERIFY(!m.caseFolded);
+    QCOMPARE(QString::fromStdString(quoteMatchNote(m)), QString("4-gram 100%"));
   }
 
   void shortQuotesMatchOnlyExactly() {
