@@ -29,6 +29,7 @@ void printSummary(const eval::CheckReport& r, std::ostream& os) {
        << std::setw(8) << m.jsonFenced << std::setw(8) << m.quotes << std::setw(7) << m.exact << std::setw(7) << m.fuzzy
        << std::setw(12) << m.fabricated << std::setw(9) << m.invalid << m.fidelityLine() << "\n";
   }
+  os << eval::QuoteChecker::kExactRule << "\n" << eval::QuoteChecker::kFuzzyRule << "\n";
 }
 
 void printDetail(const eval::CheckReport& r, std::ostream& os) {
@@ -39,7 +40,9 @@ void printDetail(const eval::CheckReport& r, std::ostream& os) {
     for (const auto& q : s.quotes) {
       os << "  " << std::setw(11) << eval::quoteKindName(q.match.kind);
       if (q.match.context >= 0) os << "ctx " << q.match.context << " [" << q.match.charBegin << "," << q.match.charEnd << ") ";
-      os << json(q.quote).dump() << "\n";
+      os << json(q.quote).dump();
+      if (const std::string note = eval::quoteMatchNote(q.match); !note.empty()) os << "  (" << note << ")";
+      os << "\n";
     }
   }
 }
@@ -68,9 +71,16 @@ int evalAgreement(const Args& args, Context& ctx) {
   args.expectPositionals(0, 0);
   auto lab = store::LabStore::open(args.required("--lab"));
   eval::EvalStore es(lab);
-  std::string sha;
-  if (auto e = args.value("--eval")) sha = eval::loadEvalSet(*e).sha256;
-  const auto table = eval::buildInstrumentTable(es, sha);
+  eval::InstrumentTable table;
+  if (auto e = args.value("--eval")) {  // the eval set at hand: format and quotes checked afresh, with the breakdown
+    const auto set = eval::loadEvalSet(*e);
+    std::vector<eval::OutputRecord> records;
+    std::vector<std::int64_t> ids;
+    es.outputsFor(set, records, ids);
+    table = eval::checkedInstrumentTable(eval::checkOutputs(set, records), ids, es.currentLabels(), es.publishedScores());
+  } else {
+    table = eval::buildInstrumentTable(es);
+  }
   if (args.has("--json")) ctx.out << eval::instrumentTableJson(table).dump() << "\n";
   else ctx.out << eval::instrumentTableText(table);
   return 0;
@@ -184,7 +194,8 @@ void addEvalCommands(std::vector<Command>& commands) {
   commands.push_back({"eval agreement", "--lab LAB [--eval FILE] [--json]",
                       "instruments side by side per model, Cohen's kappa, calibration",
                       {{"--lab", true, "the lab", true},
-                       {"--eval", true, "only the samples of this eval set"},
+                       {"--eval", true, "only the samples of this eval set; format and quotes checked afresh, with "
+                                        "the strict/fenced/invalid and exact/fuzzy/fabricated breakdown"},
                        {"--json", false, "print a JSON object"}},
                       evalAgreement});
   commands.push_back({"eval export", "--lab LAB --format csv|json|dpo [--eval FILE] [--out FILE]",

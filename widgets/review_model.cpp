@@ -28,6 +28,7 @@ void ReviewModel::setSnapshot(std::shared_ptr<ReviewSnapshot> snapshot) {
   snap_ = std::move(snapshot);
   undo_.clear();
   dotCache_.clear();
+  headerLabels_.clear();
   const auto& models = snap_->models;
   compared_[0] = models.empty() ? QString() : QString::fromStdString(models[0]);
   compared_[1] = models.size() < 2 ? compared_[0] : QString::fromStdString(models[1]);
@@ -56,6 +57,7 @@ void ReviewModel::clear() {
   snap_.reset();
   undo_.clear();
   rows_.clear();
+  headerLabels_.clear();
   current_ = -1;
   endResetModel();
   emit currentChanged(current_);
@@ -75,10 +77,19 @@ int ReviewModel::columnCount(const QModelIndex& parent) const {
 }
 
 QVariant ReviewModel::headerData(int section, Qt::Orientation orientation, int role) const {
-  if (orientation != Qt::Horizontal || role != Qt::DisplayRole || !snap_) return {};
+  if (orientation != Qt::Horizontal || (role != Qt::DisplayRole && role != Qt::ToolTipRole) || !snap_) return {};
   if (section == 0) return tr("Question");
   // Model names are part of what blind mode hides.
-  return blind_ ? tr("model %1").arg(section) : QString::fromStdString(snap_->models[section - 1]);
+  if (blind_) return tr("model %1").arg(section);
+  const QString name = QString::fromStdString(snap_->models[static_cast<size_t>(section - 1)]);
+  if (role == Qt::ToolTipRole) return name;
+  return headerLabels_.value(section - 1, name);
+}
+
+void ReviewModel::setModelHeaderLabels(const QStringList& labels) {
+  if (labels == headerLabels_) return;
+  headerLabels_ = labels;
+  if (columnCount() > 1) emit headerDataChanged(Qt::Horizontal, 1, columnCount() - 1);
 }
 
 QVariant ReviewModel::data(const QModelIndex& idx, int role) const {
@@ -143,7 +154,7 @@ QPixmap ReviewModel::dots(int record) const {
   QString key;
   for (const auto& c : colors) key += c.name();
   if (auto it = dotCache_.find(key); it != dotCache_.end()) return *it;
-  QPixmap pm(4 * 12, 12);
+  QPixmap pm(kDotsWidth, 12);
   pm.fill(Qt::transparent);
   QPainter p(&pm);
   p.setRenderHint(QPainter::Antialiasing);
@@ -241,7 +252,7 @@ QString ReviewModel::sideModel(Side side) const {
 bool ReviewModel::revealed(int q) const {
   if (!snap_ || q < 0) return false;
   const int x = snap_->find(q, compared_[0].toStdString()), y = snap_->find(q, compared_[1].toStdString());
-  if (x >= 0 && !verdictOf(x, "human:pair").isEmpty()) return true;
+  if (!pairOutcome(q).empty()) return true;
   return x >= 0 && y >= 0 && !verdictOf(x, "human").isEmpty() && !verdictOf(y, "human").isEmpty();
 }
 
@@ -255,16 +266,29 @@ int ReviewModel::sampleIndex(Side side) const {
   return snap_->find(current_, sideModel(side).toStdString());
 }
 
-QString ReviewModel::pairVerdict(int q) const {
+std::string ReviewModel::pairOutcome(int q) const {
   if (!snap_ || q < 0) return {};
-  const QString v = verdictOf(snap_->find(q, compared_[0].toStdString()), "human:pair");
+  const int x = snap_->find(q, compared_[0].toStdString()), y = snap_->find(q, compared_[1].toStdString());
+  if (x < 0 || y < 0 || x == y) return {};
+  const std::int64_t sx = snap_->sampleIds[x], sy = snap_->sampleIds[y];
+  if (auto it = snap_->pairVerdicts.find({sx, sy}); it != snap_->pairVerdicts.end()) return it->second.verdict;
+  if (auto it = snap_->pairVerdicts.find({sy, sx}); it != snap_->pairVerdicts.end()) {  // judged with the sides the other way round
+    const std::string& v = it->second.verdict;
+    return v == "x" ? "y" : v == "y" ? "x" : v;
+  }
+  return {};
+}
+
+QString ReviewModel::pairVerdict(int q) const {
+  const std::string v = pairOutcome(q);
   if (v == "tie") return "parity";
   if (v != "x" && v != "y") return {};
   const bool xOnA = !swapped(q);
   return (v == "x") == xOnA ? "A" : "B";
 }
 
-bool ReviewModel::record(int rec, const std::string& instrument, const std::string& verdict, const std::string& detail) {
+bool ReviewModel::record(int rec, const std::string& instrument, const std::string& verdict, const std::string& detail,
+                         std::int64_t otherId) {
   const std::int64_t sampleId = snap_->sampleIds[rec];
   std::int64_t id = 0;
   try {
@@ -273,11 +297,18 @@ bool ReviewModel::record(int rec, const std::string& instrument, const std::stri
     emit errorOccurred(tr("Verdict not saved: %1").arg(QString::fromStdString(e.what())));
     return false;
   }
-  auto& byName = snap_->verdicts[sampleId];
+  const eval::StoredVerdict stored{id, sampleId, instrument, verdict, detail, store::utcNow(), std::nullopt};
   std::optional<eval::StoredVerdict> previous;
-  if (auto it = byName.find(instrument); it != byName.end()) previous = it->second;
-  byName[instrument] = eval::StoredVerdict{id, sampleId, instrument, verdict, detail, store::utcNow(), std::nullopt};
-  undo_.push_back({id, sampleId, instrument, previous});
+  if (otherId) {  // pairwise: kept by the pair it judged
+    auto& slot = snap_->pairVerdicts;
+    if (auto it = slot.find({sampleId, otherId}); it != slot.end()) previous = it->second;
+    slot[{sampleId, otherId}] = stored;
+  } else {
+    auto& byName = snap_->verdicts[sampleId];
+    if (auto it = byName.find(instrument); it != byName.end()) previous = it->second;
+    byName[instrument] = stored;
+  }
+  undo_.push_back({id, sampleId, instrument, previous, otherId});
   const int row = currentRow();
   if (row >= 0) emit dataChanged(index(row, 0), index(row, columnCount() - 1));
   emit verdictsChanged();
@@ -290,7 +321,7 @@ bool ReviewModel::requestPairVerdict(std::optional<Side> winner) {
   if (x < 0 || y < 0 || x == y) return false;
   std::string verdict = "tie";
   if (winner) verdict = sideModel(*winner) == compared_[0] ? "x" : "y";
-  return record(x, "human:pair", verdict, nlohmann::json{{"other", snap_->sampleIds[y]}}.dump());
+  return record(x, "human:pair", verdict, nlohmann::json{{"other", snap_->sampleIds[y]}}.dump(), snap_->sampleIds[y]);
 }
 
 bool ReviewModel::requestSampleVerdict(Side side, bool accept) {
@@ -314,9 +345,14 @@ bool ReviewModel::requestUndo() {
     return false;
   }
   undo_.pop_back();
-  auto& byName = snap_->verdicts[e.sampleId];
-  if (e.previous) byName[e.instrument] = *e.previous;
-  else byName.erase(e.instrument);
+  if (e.otherId) {
+    if (e.previous) snap_->pairVerdicts[{e.sampleId, e.otherId}] = *e.previous;
+    else snap_->pairVerdicts.erase({e.sampleId, e.otherId});
+  } else {
+    auto& byName = snap_->verdicts[e.sampleId];
+    if (e.previous) byName[e.instrument] = *e.previous;
+    else byName.erase(e.instrument);
+  }
   if (columnCount() > 0 && !rows_.isEmpty()) emit dataChanged(index(0, 0), index(rows_.size() - 1, columnCount() - 1));
   emit verdictsChanged();
   return true;

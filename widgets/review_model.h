@@ -22,6 +22,7 @@ class ReviewModel : public QAbstractItemModel {
   Q_OBJECT
  public:
   enum Filter { All, DifferentOnly, FabricatedOnly, InstrumentsDisagree };
+  static constexpr int kDotsWidth = 4 * 12;  // a model column's status dots, px
   enum Side { A = 0, B = 1 };
 
   explicit ReviewModel(QObject* parent = nullptr);
@@ -43,6 +44,10 @@ class ReviewModel : public QAbstractItemModel {
   // The same eval set read again (another process wrote to the lab): keeps the compared
   // models, the current question and the undo stack where they still exist.
   void refreshSnapshot(std::shared_ptr<ReviewSnapshot> snapshot);
+  // Header labels for the model columns when the view has no room for the names (the
+  // full name stays the header's tooltip); empty = the names.
+  void setModelHeaderLabels(const QStringList& labels);
+
   // The two models compared (labels from the snapshot); unknown names are ignored.
   void setCompared(const QString& first, const QString& second);
   QString compared(int i) const { return compared_[i]; }
@@ -72,7 +77,9 @@ class ReviewModel : public QAbstractItemModel {
 
   // Latest verdict of an instrument on a record ("" when none).
   QString verdictOf(int recordIndex, const std::string& instrument) const;
-  QString pairVerdict(int question) const;  // "A", "B", "parity" in displayed terms, or ""
+  // The human verdict on exactly the compared pair of this question (never one given on
+  // another pairing of either output): "A", "B", "parity" in displayed terms, or "".
+  QString pairVerdict(int question) const;
 
  signals:
   void currentChanged(int question);
@@ -85,10 +92,14 @@ class ReviewModel : public QAbstractItemModel {
     std::int64_t sampleId;
     std::string instrument;
     std::optional<eval::StoredVerdict> previous;
+    std::int64_t otherId = 0;  // "human:pair": the other sample of the pair
   };
+  // The compared pair's human verdict in compared terms: "x" (compared(0) better), "y", "tie", or "".
+  std::string pairOutcome(int question) const;
   void rebuildRows();
   bool rowMatches(int question) const;
-  bool record(int recordIndex, const std::string& instrument, const std::string& verdict, const std::string& detail);
+  bool record(int recordIndex, const std::string& instrument, const std::string& verdict, const std::string& detail,
+              std::int64_t otherId = 0);
   QPixmap dots(int recordIndex) const;
   QString tooltip(int recordIndex) const;
   const eval::StoredVerdict* latest(int recordIndex, const std::string& instrument) const;
@@ -104,6 +115,7 @@ class ReviewModel : public QAbstractItemModel {
   QVector<UndoEntry> undo_;
   std::int64_t memoryIds_ = -1;  // verdict ids when no store is attached
   mutable QHash<QString, QPixmap> dotCache_;
+  QStringList headerLabels_;
 };
 
 }  // namespace crosslab::widgets

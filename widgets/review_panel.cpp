@@ -14,6 +14,7 @@
 #include <QPushButton>
 #include <QRandomGenerator>
 #include <QSplitter>
+#include <QStyle>
 #include <QTableWidget>
 #include <QThread>
 #include <QTimer>
@@ -23,6 +24,7 @@
 #include "backends/lab_session.h"
 #include "core/store/lab_store.h"
 #include "widgets/file_dialogs.h"
+#include "widgets/instrument_grid.h"
 
 namespace crosslab::widgets {
 namespace {
@@ -69,15 +71,24 @@ ReviewPanel::ReviewPanel(backends::LabSession* session, QWidget* parent)
   questions_->setModel(model_);
   questions_->setRootIsDecorated(false);
   questions_->setUniformRowHeights(true);  // lets 10k-row lists scroll without measuring every row
+  questions_->setMinimumWidth(300);
+  // The question takes what the model columns (four dots each) leave; every model shows.
+  questions_->header()->setStretchLastSection(false);
+  questions_->header()->setMinimumSectionSize(40);
+  connect(model_, &QAbstractItemModel::modelReset, this, &ReviewPanel::fitQuestionColumns);
   top->addWidget(questions_);
   top->addWidget(buildCenter());
+  top->setStretchFactor(0, 2);
   top->setStretchFactor(1, 3);
+  top->setSizes({2 * 1000, 3 * 1000});  // 2 : 3 from the start, whatever the window
   split->addWidget(top);
   split->addWidget(buildBottom());
   split->setStretchFactor(0, 4);
+  split->setCollapsible(1, false);
   layout->addWidget(split, 1);
   auto* hint = new QLabel(tr("j/k next/previous · 1 / 2 / = A better / B better / parity · a/r accept/reject the "
-                             "current side · s switch side · c comment · u undo"));
+                             "current side · s switch side · c comment · u undo") + "\n" + quoteRuleShort());
+  hint->setObjectName("reviewHint");
   hint->setEnabled(false);
   hint->setWordWrap(true);
   layout->addWidget(hint);
@@ -105,9 +116,14 @@ ReviewPanel::~ReviewPanel() {
 }
 
 QWidget* ReviewPanel::buildToolbar() {
+  // Two rows, so that at 1024 px neither the filter nor the status line is cut: the
+  // controls, then the status (word-wrapped) with the busy bar.
   auto* bar = new QWidget;
-  auto* h = new QHBoxLayout(bar);
-  h->setContentsMargins(0, 0, 0, 0);
+  auto* rows = new QVBoxLayout(bar);
+  rows->setContentsMargins(0, 0, 0, 0);
+  rows->setSpacing(2);
+  auto* h = new QHBoxLayout;
+  rows->addLayout(h);
   openEval_ = new QPushButton(tr("Open Eval Set…"));
   importOutputs_ = new QPushButton(tr("Import Outputs…"));
   openEval_->setObjectName("openEvalButton");
@@ -120,19 +136,20 @@ QWidget* ReviewPanel::buildToolbar() {
     modelCombo_[i] = new QComboBox;
     modelCombo_[i]->setObjectName(QString("reviewModel%1").arg(i));
     modelCombo_[i]->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-    modelCombo_[i]->setMinimumContentsLength(8);
+    modelCombo_[i]->setMinimumContentsLength(10);
     h->addWidget(new QLabel(i == 0 ? tr("Compare") : tr("with")));
-    h->addWidget(modelCombo_[i]);
+    h->addWidget(modelCombo_[i], 1);
     connect(modelCombo_[i], &QComboBox::activated, this,
             [this] { model_->setCompared(modelCombo_[0]->currentText(), modelCombo_[1]->currentText()); });
   }
   filter_ = new QComboBox;
-  filter_->setSizeAdjustPolicy(QComboBox::AdjustToMinimumContentsLengthWithIcon);
-  filter_->setMinimumContentsLength(10);
+  filter_->setObjectName("reviewFilter");
+  filter_->setSizeAdjustPolicy(QComboBox::AdjustToContents);  // "Instruments disagree" whole
   filter_->addItems({tr("All questions"), tr("Different only"), tr("Fabricated only"), tr("Instruments disagree")});
   connect(filter_, &QComboBox::activated, this, [this](int i) { model_->setFilter(static_cast<ReviewModel::Filter>(i)); });
   h->addWidget(filter_);
   blind_ = new QCheckBox(tr("Blind"));
+  blind_->setObjectName("reviewBlind");
   blind_->setToolTip(tr("Hide model names and shuffle sides per question until a verdict is entered"));
   connect(blind_, &QCheckBox::toggled, this,
           [this](bool on) {
@@ -140,15 +157,19 @@ QWidget* ReviewPanel::buildToolbar() {
             refreshTable();  // its row labels are model names too
           });
   h->addWidget(blind_);
+  auto* second = new QHBoxLayout;
+  rows->addLayout(second);
   progress_ = new QProgressBar;
   progress_->setRange(0, 0);  // busy: checking has no useful fraction to show
   progress_->setMaximumWidth(120);
   progress_->hide();
-  h->addWidget(progress_);
+  second->addWidget(progress_);
   status_ = new QLabel;
   status_->setObjectName("reviewStatus");
+  status_->setWordWrap(true);
+  status_->setTextFormat(Qt::PlainText);
   status_->setSizePolicy(QSizePolicy::Ignored, QSizePolicy::Preferred);  // long errors must not widen the window
-  h->addWidget(status_, 1);
+  second->addWidget(status_, 1);
   return bar;
 }
 
@@ -206,6 +227,10 @@ QWidget* ReviewPanel::buildBottom() {
   table_->setObjectName("reviewInstruments");
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  table_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
+  // Room for the header and three models, so that no model's row is cut at 1024×700.
+  const int rowHeight = fontMetrics().height() + 8;
+  table_->setMinimumHeight(table_->horizontalHeader()->sizeHint().height() + 3 * rowHeight + 4);
   v->addWidget(table_, 1);
   agreement_ = new QLabel;
   agreement_->setWordWrap(true);
@@ -220,8 +245,10 @@ void ReviewPanel::onLabChanged() {
   model_->clear();
   evalPath_.clear();
   refreshPending_ = false;
-  table_->clear();
-  agreement_->clear();
+  clearTable();
+  for (auto* combo : modelCombo_) combo->clear();  // the previous lab's models
+  filter_->setCurrentIndex(0);
+  model_->setFilter(ReviewModel::All);
   store_ = open ? std::make_unique<eval::EvalStore>(*session_->store()) : nullptr;
   model_->setStore(store_.get());
   openEval_->setEnabled(open);
@@ -376,8 +403,11 @@ void ReviewPanel::renderSide(int side, QList<QTextEdit::ExtraSelection>& context
   for (int i = 0; i < static_cast<int>(sample.quotes.size()); ++i) {
     const auto& m = sample.quotes[static_cast<size_t>(i)].match;
     QString where = m.context >= 0 ? tr(" · context %1").arg(m.context + 1) : QString();
-    auto* item = new QListWidgetItem(QString("%1%2: %3").arg(eval::quoteKindName(m.kind), where,
+    const std::string note = eval::quoteMatchNote(m);
+    const QString kind = QString(eval::quoteKindName(m.kind)) + (note.empty() ? QString() : QString(" (%1)").arg(QString::fromStdString(note)));
+    auto* item = new QListWidgetItem(QString("%1%2: %3").arg(kind, where,
                                                              QString::fromStdString(sample.quotes[static_cast<size_t>(i)].quote)));
+    item->setToolTip(quoteRuleText());
     item->setBackground(background(m.kind));
     item->setData(Qt::UserRole, i);
     quotes_[side]->addItem(item);
@@ -402,35 +432,52 @@ void ReviewPanel::renderTitles() {
 }
 
 void ReviewPanel::refreshTable() {
-  if (!store_ || !model_->snapshot()) return;
-  eval::InstrumentTable t;
-  try {
-    t = eval::buildInstrumentTable(*store_, model_->snapshot()->evalSet.sha256);
-  } catch (const std::exception& e) {
-    status_->setText(QString::fromStdString(e.what()));
+  const auto* snap = model_->snapshot();
+  if (!snap) {
+    clearTable();
     return;
   }
+  const eval::InstrumentTable t = snap->instrumentTable();
+  const InstrumentGrid grid = instrumentGrid(t, model_->blind());
   table_->clear();
-  table_->setRowCount(static_cast<int>(t.models.size()));
-  table_->setColumnCount(static_cast<int>(t.instruments.size()));
-  QStringList headers;
-  for (const auto& i : t.instruments) headers << QString::fromStdString(i);
-  table_->setHorizontalHeaderLabels(headers);
-  QStringList rows;
-  for (int r = 0; r < static_cast<int>(t.models.size()); ++r) {
-    rows << (model_->blind() ? tr("model %1").arg(r + 1) : QString::fromStdString(t.models[static_cast<size_t>(r)]));
-    for (int c = 0; c < static_cast<int>(t.instruments.size()); ++c) {
-      const auto& byInstrument = t.rates[t.models[static_cast<size_t>(r)]];
-      auto it = byInstrument.find(t.instruments[static_cast<size_t>(c)]);
-      const QString cell = it == byInstrument.end() || it->second.total == 0
-                               ? "–"
-                               : QString("%1% (%2/%3)").arg(qRound(100 * it->second.value())).arg(it->second.accepted).arg(it->second.total);
-      table_->setItem(r, c, new QTableWidgetItem(cell));
+  table_->setRowCount(grid.rows.size());
+  table_->setColumnCount(grid.columns.size());
+  table_->setHorizontalHeaderLabels(grid.columns);
+  table_->setVerticalHeaderLabels(grid.rows);
+  for (int c = 0; c < grid.columns.size(); ++c)
+    table_->horizontalHeaderItem(c)->setToolTip(grid.columnTips.value(c));
+  for (int r = 0; r < grid.rows.size(); ++r)
+    for (int c = 0; c < grid.columns.size(); ++c) {
+      auto* item = new QTableWidgetItem(grid.cells[r][c]);
+      item->setTextAlignment(Qt::AlignRight | Qt::AlignVCenter);
+      table_->setItem(r, c, item);
     }
+  agreement_->setText(grid.agreement);
+}
+
+void ReviewPanel::clearTable() {
+  table_->clear();
+  table_->setRowCount(0);
+  table_->setColumnCount(0);
+  agreement_->clear();
+}
+
+// The question takes the width the models leave; each model column is as wide as its
+// four dots (its name, elided in the header, in full in the header's tooltip).
+void ReviewPanel::fitQuestionColumns() {
+  auto* header = questions_->header();
+  if (header->count() == 0) return;
+  header->setSectionResizeMode(0, QHeaderView::Stretch);
+  const int dots = ReviewModel::kDotsWidth + 2 * questions_->style()->pixelMetric(QStyle::PM_FocusFrameHMargin) + 12;
+  const int textRoom = dots - 2 * questions_->style()->pixelMetric(QStyle::PM_HeaderMargin) - 2;
+  QStringList labels;  // names that do not fit lose their start ("…base", "…lora"): they differ at the end more often
+  for (int c = 1; c < header->count(); ++c) {
+    header->setSectionResizeMode(c, QHeaderView::Fixed);
+    header->resizeSection(c, dots);
+    labels << header->fontMetrics().elidedText(model_->headerData(c, Qt::Horizontal, Qt::ToolTipRole).toString(),
+                                               Qt::ElideLeft, textRoom);
   }
-  table_->setVerticalHeaderLabels(rows);
-  QString text = QString::fromStdString(eval::instrumentTableText(t));
-  agreement_->setText(text.mid(text.indexOf("\n\n") + 2).trimmed());
+  model_->setModelHeaderLabels(labels);
 }
 
 bool ReviewPanel::jumpToQuote(int side, int quote) {

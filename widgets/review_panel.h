@@ -56,6 +56,9 @@ class ReviewPanel : public QWidget {
   QLabel* sideTitle(int side) const { return titles_[side]; }
   QListWidget* quoteList(int side) const { return quotes_[side]; }
   QLineEdit* commentEdit() const { return comment_; }
+  QTreeView* questionList() const { return questions_; }
+  QComboBox* modelCombo(int i) const { return modelCombo_[i]; }
+  QLabel* statusLabel() const { return status_; }
   QTableWidget* instrumentsTable() const { return table_; }
   QLabel* agreementLabel() const { return agreement_; }
   QTextEdit* diffView() const { return diff_; }
@@ -81,6 +84,8 @@ class ReviewPanel : public QWidget {
   void renderSide(int side, QList<QTextEdit::ExtraSelection>& contextMarks);
   void renderTitles();
   void refreshTable();
+  void clearTable();
+  void fitQuestionColumns();
   void fillModelCombos();
   void chooseEval();
   void chooseOutputs();

@@ -7,6 +7,13 @@ int ReviewSnapshot::find(size_t question, const std::string& model) const {
   return it == byQuestionModel.end() ? -1 : static_cast<int>(it->second);
 }
 
+eval::InstrumentTable ReviewSnapshot::instrumentTable() const {
+  eval::SampleLabels labels;
+  for (const auto& [id, byName] : verdicts)
+    for (const auto& [name, v] : byName) labels[id][name] = v.verdict;
+  return eval::checkedInstrumentTable(report, sampleIds, labels, published);
+}
+
 std::shared_ptr<ReviewSnapshot> makeReviewSnapshot(eval::EvalSet evalSet, std::vector<eval::OutputRecord> records,
                                                    std::vector<std::int64_t> sampleIds) {
   auto s = std::make_shared<ReviewSnapshot>();
@@ -32,16 +39,12 @@ std::shared_ptr<ReviewSnapshot> loadReviewSnapshot(const std::string& labDir, co
   const std::string stamp = store.changeStamp();
   std::vector<eval::OutputRecord> records;
   std::vector<std::int64_t> ids;
-  for (const auto& s : store.samples(evalSet.sha256)) {
-    if (!evalSet.find(s.questionId)) continue;  // cannot happen for a matching SHA-256; be safe
-    records.push_back({s.questionId, s.model, s.output});
-    ids.push_back(s.id);
-  }
-  const std::string sha = evalSet.sha256;
+  store.outputsFor(evalSet, records, ids);
   auto snapshot = makeReviewSnapshot(std::move(evalSet), std::move(records), std::move(ids));
   snapshot->verdicts = store.currentVerdicts();
-  snapshot->table = eval::buildInstrumentTable(store, sha);
   snapshot->stamp = stamp;
+  snapshot->pairVerdicts = store.currentPairVerdicts("human:pair");
+  snapshot->published = store.publishedScores();
   return snapshot;
 }
 

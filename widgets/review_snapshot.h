@@ -1,8 +1,9 @@
 #pragma once
 // Everything the Review panel shows for one eval set, loaded off the GUI thread: the eval
 // set, the lab's samples for it, their format/quote checks (with matched spans), the
-// current verdicts, and the instruments table. Built by loadReviewSnapshot() on a worker
-// thread with its own lab connection; the GUI only reads it (and updates verdicts).
+// current verdicts (pairwise human verdicts by the pair they judged) and the published
+// scores for calibration. Built by loadReviewSnapshot() on a worker thread with its own
+// lab connection; the GUI only reads it (and updates verdicts).
 
 #include <cstdint>
 #include <map>
@@ -25,11 +26,16 @@ struct ReviewSnapshot {
   std::vector<std::string> models;
   std::map<std::pair<size_t, std::string>, size_t> byQuestionModel;  // (question index, model) -> record
   std::map<std::int64_t, std::map<std::string, eval::StoredVerdict>> verdicts;  // sample id -> instrument -> latest
-  eval::InstrumentTable table;
   std::string stamp;  // EvalStore::changeStamp() before the samples were read
+  // "human:pair" verdicts: (sample x, sample y) -> latest; verdict "x" | "y" | "tie".
+  std::map<std::pair<std::int64_t, std::int64_t>, eval::StoredVerdict> pairVerdicts;
+  std::map<std::string, double> published;  // model -> published score (calibration)
 
   // Record index of `model`'s output for question `question`, or -1.
   int find(size_t question, const std::string& model) const;
+  // Every instrument per model: format and quotes from this snapshot's check, the rest
+  // from the current verdicts.
+  eval::InstrumentTable instrumentTable() const;
 };
 
 // Opens the lab at labDir (its own connection), optionally imports an outputs file first

@@ -1,5 +1,7 @@
 #include "core/eval/eval_store.h"
 
+#include <nlohmann/json.hpp>
+
 namespace crosslab::eval {
 namespace {
 
@@ -137,6 +139,14 @@ std::map<std::int64_t, std::map<std::string, std::string>> EvalStore::currentLab
   return out;
 }
 
+void EvalStore::outputsFor(const EvalSet& set, std::vector<OutputRecord>& records, std::vector<std::int64_t>& ids) {
+  for (const auto& s : samples(set.sha256)) {
+    if (!set.find(s.questionId)) continue;  // cannot happen for a matching SHA-256; be safe
+    records.push_back({s.questionId, s.model, s.output});
+    ids.push_back(s.id);
+  }
+}
+
 std::vector<std::string> EvalStore::evalSets() {
   auto s = lab_.db().prepare("SELECT DISTINCT eval_sha256 FROM samples ORDER BY eval_sha256");
   std::vector<std::string> out;
@@ -150,6 +160,20 @@ std::map<std::int64_t, std::map<std::string, StoredVerdict>> EvalStore::currentV
   while (s.step()) {
     StoredVerdict v = readVerdict(s);
     out[v.sampleId][v.instrument] = v;  // later rows overwrite earlier ones
+  }
+  return out;
+}
+
+std::map<std::pair<std::int64_t, std::int64_t>, StoredVerdict> EvalStore::currentPairVerdicts(const std::string& instrument) {
+  auto s = lab_.db().prepare(
+      "SELECT id, sample_id, instrument, verdict, score, detail_json, at FROM verdicts WHERE instrument = ?1 ORDER BY id");
+  s.bind(1, instrument);
+  std::map<std::pair<std::int64_t, std::int64_t>, StoredVerdict> out;
+  while (s.step()) {
+    StoredVerdict v = readVerdict(s);
+    const auto detail = nlohmann::json::parse(v.detailJson, nullptr, false);
+    if (!detail.is_object() || !detail.contains("other") || !detail["other"].is_number_integer()) continue;
+    out[{v.sampleId, detail["other"].get<std::int64_t>()}] = v;  // later rows overwrite earlier ones
   }
   return out;
 }

@@ -60,6 +60,8 @@ class EvalStore {
   // Changes whenever samples or verdicts are added, replaced or removed (count and newest
   // id of each): a view reloads when it differs from the one it read at.
   std::string changeStamp();
+  // The stored outputs answering `set` (its questions only), with their sample ids.
+  void outputsFor(const EvalSet& set, std::vector<OutputRecord>& records, std::vector<std::int64_t>& sampleIds);
   std::vector<std::string> evalSets();
   // (sample id, model) of an eval set's samples, without their outputs.
   std::vector<std::pair<std::int64_t, std::string>> sampleModels(const std::string& evalSha256 = {});
@@ -67,6 +69,8 @@ class EvalStore {
   std::map<std::int64_t, std::map<std::string, std::string>> currentLabels();
   // Latest verdict per (sample, instrument).
   std::map<std::int64_t, std::map<std::string, StoredVerdict>> currentVerdicts();
+  // Latest verdict of a pairwise instrument per (sample x, sample y = detail's "other").
+  std::map<std::pair<std::int64_t, std::int64_t>, StoredVerdict> currentPairVerdicts(const std::string& instrument);
 
   // Lab-scoped key/value settings (the settings table); "" when unset.
   std::string setting(const std::string& key);

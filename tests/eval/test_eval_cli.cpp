@@ -67,8 +67,10 @@ class TestEvalCli : public QObject {
     QCOMPARE(s["json_valid"].get<int>(), 1);
     QCOMPARE(s["json_fenced"].get<int>(), 1);
     QCOMPARE(s["quotes"].get<int>(), 3);
-    QCOMPARE(s["exact"].get<int>(), 2);
+    QCOMPARE(s["exact"].get<int>(), 1);  // "reads grounded harder"
+    QCOMPARE(s["fuzzy"].get<int>(), 1);  // "the run took 111 steps": the context says "The run"
     QCOMPARE(s["fabricated"].get<int>(), 1);
+    QVERIFY(j["rules"]["exact"].get<std::string>().find("letter case must match") != std::string::npos);
     const auto& b = j["models"]["big"];
     QCOMPARE(b["json_valid"].get<int>(), 1);
     QCOMPARE(b["quotes"].get<int>(), 1);
@@ -79,6 +81,20 @@ class TestEvalCli : public QObject {
     const auto d = json::parse(r.out);
     QCOMPARE(d["samples"][0]["quotes"][0]["start"].get<int>(), 0);
     QCOMPARE(d["samples"][0]["quotes"][0]["end"].get<int>(), 22);
+    QCOMPARE(d["samples"][0]["quotes"][0]["result"].get<std::string>(), std::string("fuzzy"));
+    QCOMPARE(d["samples"][0]["quotes"][0]["normalized"], json({"letter case"}));
+    QCOMPARE(d["samples"][1]["quotes"][0]["normalized"], json::array());  // verbatim
+  }
+
+  // The text report says what "exact" allows, and --detail what each match needed.
+  void checkTextStatesTheRule() {
+    auto r = cli({"eval", "check", "--eval", eval_, "--outputs", outputs_, "--detail"});
+    QCOMPARE(r.code, 0);
+    QVERIFY2(r.out.find("exact = a verbatim run of whole words in a context; only whitespace runs, Unicode form (NFC) and "
+                        "curly quotes/dashes may differ, letter case must match") != std::string::npos, r.out.c_str());
+    QVERIFY(r.out.find("fuzzy = found with letter case ignored") != std::string::npos);
+    QVERIFY2(r.out.find("\"the run took 111 steps\"  (letter case)") != std::string::npos, r.out.c_str());
+    QVERIFY2(r.out.find("\"reads grounded harder\"  (verbatim)") != std::string::npos, r.out.c_str());
   }
 
   void badInputIsOneLineAndExitOne() {

@@ -141,8 +141,14 @@ class TestReviewPanel : public QObject {
     QCOMPARE(loaded.at(0).at(0).toBool(), true);
     auto* model = panel.model();
     QCOMPARE(model->currentQuestion(), 0);
-    QCOMPARE(panel.instrumentsTable()->columnCount(), 2);  // format, quotes
-    QCOMPARE(panel.instrumentsTable()->rowCount(), 2);
+    auto* table = panel.instrumentsTable();
+    QCOMPARE(table->rowCount(), 2);  // alpha, beta
+    QCOMPARE(table->columnCount(), 10);  // breakdown (7), format, quotes, human
+    QCOMPARE(table->horizontalHeaderItem(7)->text(), QString("format accepted"));
+    QCOMPARE(table->horizontalHeaderItem(9)->text(), QString("human"));
+    QCOMPARE(table->item(0, 0)->text(), QString("3/3"));  // alpha: JSON strict
+    QCOMPARE(table->item(1, 2)->text(), QString("1/3"));  // beta: q2 is not JSON
+    QCOMPARE(table->item(0, 5)->text(), QString("1/4"));  // alpha: one fabricated of four quotes
 
     // Highlights: alpha's exact quote sits at "Zürich … “espresso machine”" in context 1 (green).
     const auto marks = panel.contextsView()->extraSelections();
