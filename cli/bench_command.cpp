@@ -277,8 +277,8 @@ int runBench(const Args& args, cli::Context& ctx) {
   // With --json, stdout carries only the result: the human progress lines go to stderr.
   CliListener listener(args.has("--json") ? ctx.err : ctx.out, args.has("--progress"));
   listener.onLevel = [&](const bench::LevelResult& l) {
-    if (lab) bench::BenchStore(*lab).saveLevel(*benchId, l);
-    if (args.has("--save-result")) {
+    if (lab) bench::BenchStore(*lab).saveLevel(*benchId, l);  // a level that completed nothing is not saved
+    if (args.has("--save-result") && (l.completed > 0 || !l.collapse.empty())) {
       json j = levelToJson(l, args.has("--save-detailed"));
       j["date"] = utcStamp();
       j["label"] = label;
@@ -288,15 +288,28 @@ int runBench(const Args& args, cli::Context& ctx) {
     }
   };
   StopSignals signals;
-  const SweepResult result = sweep.run(&listener, &gStop);
-  if (lab) bench::BenchStore(*lab).end(*benchId);
-  if (workId) {
-    int done = 0;
-    for (const auto& l : result.levels) done += l.completed;
-    const auto status = done == 0 ? ledger::WorkStatus::Failed
-                        : result.stoppedReason.empty() ? ledger::WorkStatus::Finished
-                                                        : ledger::WorkStatus::Stopped;
-    ledger::LifeRecorder(*lab).workEnded(*workId, status, ledger::epochNow(), result.stoppedReason);
+  SweepResult result;
+  try {
+    result = sweep.run(&listener, &gStop);
+  } catch (const std::exception& e) {  // the row says so rather than "running" forever
+    if (lab) bench::BenchStore(*lab).end(*benchId, bench::SweepStatus::Failed, e.what());
+    if (workId) ledger::LifeRecorder(*lab).workEnded(*workId, ledger::WorkStatus::Failed, ledger::epochNow(), e.what());
+    throw;
+  }
+  const bool stoppedByUser = gStop.load();
+  int completed = 0;
+  for (const auto& l : result.levels) completed += l.completed;
+  const bool failed = !result.failure.empty() && !stoppedByUser;
+  if (workId) {  // the sweep as work of the box's life (ledger)
+    const auto work = failed || completed == 0                       ? ledger::WorkStatus::Failed
+                      : stoppedByUser || !result.stoppedReason.empty() ? ledger::WorkStatus::Stopped
+                                                                       : ledger::WorkStatus::Finished;
+    ledger::LifeRecorder(*lab).workEnded(*workId, work, ledger::epochNow(),
+                                         failed ? result.failure : result.stoppedReason);
+  }
+  if (lab) {
+    const auto status = failed ? bench::SweepStatus::Failed : stoppedByUser ? bench::SweepStatus::Stopped : bench::SweepStatus::Done;
+    bench::BenchStore(*lab).end(*benchId, status, failed ? result.failure : result.stoppedReason);
   }
   const std::string knee = result.knee ? result.knee->description : "not reached (aggregate still growing)";
   if (args.has("--json")) {
@@ -318,21 +331,19 @@ int runBench(const Args& args, cli::Context& ctx) {
             << "\n";
   } else if (args.has("--progress")) {
     listener.emit({{"event", "sweep"}, {"knee", result.knee ? json(result.knee->concurrency) : json()},
-                   {"knee_description", knee}, {"stopped", result.stoppedReason},
+                   {"knee_description", knee}, {"stopped", result.stoppedReason}, {"failed", failed},
                    {"benchmark_id", benchId ? json(*benchId) : json()}});
   } else {
     ctx.out << "saturation: " << knee << "\n"
             << (result.stoppedReason.empty() ? "" : "sweep stopped: " + result.stoppedReason + "\n")
-            << (benchId ? "recorded as benchmark " + std::to_string(*benchId) + "\n" : "");
+            << (benchId ? "recorded as benchmark " + std::to_string(*benchId) + (failed ? " (failed)" : "") + "\n" : "");
   }
-  int completed = 0;
-  for (const auto& l : result.levels) completed += l.completed;
+  if (failed) return ctx.err << "crosslab-cli bench: " << result.failure << "\n", 1;
   if (completed == 0) {
-    std::string why = "no request completed";
     for (const auto& l : result.levels)
       for (const auto& r : l.requests)
-        if (!r.error.empty()) return ctx.err << "crosslab-cli bench: " << why << ": " << r.error << "\n", 1;
-    throw std::runtime_error(why);
+        if (!r.error.empty()) return ctx.err << "crosslab-cli bench: no request completed: " << r.error << "\n", 1;
+    throw std::runtime_error("no request completed");
   }
   return 0;
 }

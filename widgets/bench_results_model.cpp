@@ -34,9 +34,9 @@ int BenchResultsModel::rowCount(const QModelIndex& parent) const {
   return parent.isValid() ? 0 : static_cast<int>(rows_.size());
 }
 
-// Label, 1-stream, levels…, best aggregate, $/M, collapse
+// Label, status, 1-stream, levels…, best aggregate, $/M, notes
 int BenchResultsModel::columnCount(const QModelIndex& parent) const {
-  return parent.isValid() ? 0 : static_cast<int>(levels_.size()) + 5;
+  return parent.isValid() ? 0 : static_cast<int>(levels_.size()) + 6;
 }
 
 const bench::StoredLevel* BenchResultsModel::levelAt(int row, int concurrency) const {
@@ -58,15 +58,27 @@ const bench::StoredLevel* BenchResultsModel::best(int row) const {
   return it == levels.end() ? nullptr : &*it;
 }
 
+QString BenchResultsModel::statusText(int row) const {
+  const auto& b = rows_[static_cast<size_t>(row)];
+  switch (b.status) {
+    case bench::SweepStatus::Failed: return tr("failed");
+    case bench::SweepStatus::Stopped: return tr("stopped");
+    case bench::SweepStatus::Running: return b.endedAt.empty() ? tr("running") : tr("interrupted");
+    case bench::SweepStatus::Done: break;
+  }
+  return tr("done");
+}
+
 QString BenchResultsModel::cellText(int row, int column) const {
   const auto& b = rows_[static_cast<size_t>(row)];
   if (column == Label) return QString::fromStdString(b.header.label);
+  if (column == Status) return statusText(row);
   if (column == OneStream) {
     // The lab's "1-stream" figure: decode tok/s of a single stream (the c=1 level, else the lowest).
     if (b.levels.empty()) return {};
     return QString::number(b.levels.front().perStreamTokS, 'f', 1);
   }
-  const int levelIndex = column - 2;
+  const int levelIndex = column - FirstLevel;
   if (levelIndex < static_cast<int>(levels_.size())) {
     const auto* l = levelAt(row, levels_[static_cast<size_t>(levelIndex)]);
     if (!l) return {};
@@ -76,19 +88,25 @@ QString BenchResultsModel::cellText(int row, int column) const {
   if (column == bestColumn()) return top ? QString("%1 (c=%2)").arg(top->outputThroughput, 0, 'f', 1).arg(top->concurrency) : QString();
   if (column == bestColumn() + 1)
     return top && top->usdPerMOutputTokens ? QString("$%1").arg(*top->usdPerMOutputTokens, 0, 'f', 3) : QString();
+  if (!b.error.empty() && b.status == bench::SweepStatus::Failed) return QString::fromStdString(b.error);
   for (const auto& l : b.levels)
     if (!l.collapse.empty()) return QString::fromStdString(l.collapse);
-  return {};
+  return QString::fromStdString(b.error);  // why it stopped early, if it did
 }
 
 QVariant BenchResultsModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid()) return {};
   if (role == Qt::DisplayRole) return cellText(index.row(), index.column());
-  if (role == Qt::TextAlignmentRole && index.column() > Label && index.column() <= bestColumn() + 1)
+  if (role == Qt::TextAlignmentRole && index.column() >= OneStream && index.column() <= bestColumn() + 1)
     return int(Qt::AlignRight | Qt::AlignVCenter);
-  if (role == Qt::ToolTipRole && index.column() == Label)
-    return QString::fromStdString(rows_[static_cast<size_t>(index.row())].header.command);
-  const int levelIndex = index.column() - 2;
+  const auto& b = rows_[static_cast<size_t>(index.row())];
+  if (role == Qt::ToolTipRole && index.column() == Label) return QString::fromStdString(b.header.command);
+  if (b.status == bench::SweepStatus::Failed && (index.column() == Status || index.column() == bestColumn() + 2)) {
+    if (role == Qt::ForegroundRole) return QColor(Qt::red);
+    if (role == Qt::ToolTipRole) return QString::fromStdString(b.error);
+  }
+  if (role == Qt::ToolTipRole && index.column() == bestColumn() + 2) return cellText(index.row(), index.column());
+  const int levelIndex = index.column() - FirstLevel;
   if ((role == Qt::ToolTipRole || role == Qt::ForegroundRole) && levelIndex >= 0 &&
       levelIndex < static_cast<int>(levels_.size())) {
     const auto* l = levelAt(index.row(), levels_[static_cast<size_t>(levelIndex)]);
@@ -103,25 +121,40 @@ QVariant BenchResultsModel::data(const QModelIndex& index, int role) const {
 QVariant BenchResultsModel::headerData(int section, Qt::Orientation orientation, int role) const {
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, orientation, role);
   if (section == Label) return tr("Venue / method");
+  if (section == Status) return tr("Status");
   if (section == OneStream) return tr("1-stream tok/s");
-  const int levelIndex = section - 2;
+  const int levelIndex = section - FirstLevel;
   if (levelIndex < static_cast<int>(levels_.size())) return tr("c=%1 tok/s").arg(levels_[static_cast<size_t>(levelIndex)]);
   if (section == bestColumn()) return tr("Best aggregate");
   if (section == bestColumn() + 1) return tr("$/M output");
-  return tr("Collapse");
+  return tr("Notes");
 }
 
+// Figures as plain numbers (no units, no markers), so a spreadsheet reads them as such.
 QString BenchResultsModel::toCsv() const {
   auto quote = [](QString s) {
     if (s.contains(',') || s.contains('"') || s.contains('\n')) s = '"' + s.replace('"', "\"\"") + '"';
     return s;
   };
-  QStringList lines, header;
-  for (int c = 0; c < columnCount(); ++c) header << quote(headerData(c, Qt::Horizontal).toString());
-  lines << header.join(',');
+  auto number = [](double v, int decimals) { return QString::number(v, 'f', decimals); };
+  QStringList header{"Venue / method", "Status", "1-stream tok/s"};
+  for (int c : levels_) header << QString("c=%1 tok/s").arg(c);
+  header << "Best aggregate tok/s" << "Best at concurrency" << "$/M output" << "Collapse" << "Error";
+  QStringList lines{header.join(',')};
   for (int r = 0; r < rowCount(); ++r) {
-    QStringList cells;
-    for (int c = 0; c < columnCount(); ++c) cells << quote(cellText(r, c));
+    const auto& b = rows_[static_cast<size_t>(r)];
+    QStringList cells{quote(QString::fromStdString(b.header.label)), QString(bench::sweepStatusName(b.status))};
+    cells << (b.levels.empty() ? QString() : number(b.levels.front().perStreamTokS, 1));
+    QString collapse;
+    for (int c : levels_) {
+      const auto* l = levelAt(r, c);
+      cells << (l ? number(l->outputThroughput, 1) : QString());
+      if (l && !l->collapse.empty() && collapse.isEmpty()) collapse = QString::fromStdString(l->collapse);
+    }
+    const auto* top = best(r);
+    cells << (top ? number(top->outputThroughput, 1) : QString()) << (top ? QString::number(top->concurrency) : QString())
+          << (top && top->usdPerMOutputTokens ? number(*top->usdPerMOutputTokens, 3) : QString()) << quote(collapse)
+          << quote(QString::fromStdString(b.error));
     lines << cells.join(',');
   }
   return lines.join('\n') + '\n';
@@ -142,6 +175,8 @@ QJsonArray BenchResultsModel::toJson() const {
     out.append(QJsonObject{{"id", qint64(b.id)}, {"label", QString::fromStdString(b.header.label)},
                            {"url", QString::fromStdString(b.header.url)}, {"model", QString::fromStdString(b.header.model)},
                            {"command", QString::fromStdString(b.header.command)}, {"started_at", QString::fromStdString(b.startedAt)},
+                           {"status", bench::sweepStatusName(b.status)},
+                           {"error", b.error.empty() ? QJsonValue() : QJsonValue(QString::fromStdString(b.error))},
                            {"levels", levels}});
   }
   return out;

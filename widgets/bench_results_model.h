@@ -1,8 +1,10 @@
 #pragma once
 // The lab's serving table as a model: one row per benchmark (venue / method), columns
-// 1-stream, one per concurrency level (output tok/s, aggregate), best aggregate (with its
-// level), $ per million output tokens at that level, and any collapse. Read from the lab
-// store; exported as CSV or JSON exactly as shown.
+// status, 1-stream, one per concurrency level (output tok/s, aggregate), best aggregate
+// (with its level), $ per million output tokens at that level, and notes (a collapse, or
+// why the sweep failed). A failed sweep shows as failed with its error and no figures.
+// Read from the lab store; exported as JSON, or as CSV whose figure cells hold plain
+// numbers (the level of the best aggregate and the collapse in their own columns).
 
 #include <QAbstractTableModel>
 #include <QJsonArray>
@@ -32,9 +34,10 @@ class BenchResultsModel : public QAbstractTableModel {
   QJsonArray toJson() const;
 
  private:
-  enum Fixed { Label = 0, OneStream = 1 };
-  int bestColumn() const { return 2 + static_cast<int>(levels_.size()); }
+  enum Fixed { Label = 0, Status = 1, OneStream = 2, FirstLevel = 3 };
+  int bestColumn() const { return FirstLevel + static_cast<int>(levels_.size()); }
   QString cellText(int row, int column) const;
+  QString statusText(int row) const;
   const bench::StoredLevel* best(int row) const;
   const bench::StoredLevel* levelAt(int row, int concurrency) const;
 

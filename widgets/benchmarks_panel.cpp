@@ -63,7 +63,9 @@ BenchmarksPanel::BenchmarksPanel(backends::LabSession* session, QWidget* parent)
   scroll->setWidgetResizable(true);
   scroll->setFrameShape(QFrame::NoFrame);
   auto* content = new QWidget(scroll);
-  content->setMinimumSize(760, 520);
+  // Only the width is pinned: the height is the layout's own minimum, so that a small window
+  // scrolls instead of squeezing the form (the local-server block once shrank to 18 px).
+  content->setMinimumWidth(760);
   auto* splitter = new QSplitter(Qt::Vertical, content);
   // Top: the form on the left, the live chart beside it; bottom: the lab's table.
   auto* top = new QWidget(splitter);
@@ -96,6 +98,8 @@ BenchmarksPanel::BenchmarksPanel(backends::LabSession* session, QWidget* parent)
   });
   connect(process_, &backends::BenchProcess::levelDone, this, [this](const QJsonObject& r) {
     const QString collapse = r.value("collapse").toString();
+    if (r.value("completed").toInt() > 0)  // the level's figure, on the chart as in the table
+      live_->addLevel(timeOffset_ + r.value("duration").toDouble(), r.value("output_throughput").toDouble());
     setStatus(tr("c=%1: %2 tok/s aggregate, %3 tok/s per stream, %4 failed%5")
                   .arg(r.value("max_concurrency").toInt())
                   .arg(r.value("output_throughput").toDouble(), 0, 'f', 1)
@@ -134,8 +138,15 @@ BenchmarksPanel::BenchmarksPanel(backends::LabSession* session, QWidget* parent)
   connect(session_, &backends::LabSession::labChanged, this, [this] {
     stopServer();  // a server of the previous lab's models has no business running on
     boxForm_->reload();
+    // A model id picked from the previous lab's adapters names nothing in this one.
+    QStringList oldAdapters;
+    for (int i = 0; i < adapters_->count(); ++i) oldAdapters << adapters_->item(i)->text();
+    const QString typed = model_->text().trimmed();
+    if (!typed.isEmpty() && (typed == autoModel_ || oldAdapters.contains(typed))) model_->clear();
+    autoModel_.clear();
     fillLocalDefaults();
     reload();
+    resetProgress(tr("idle"));
   });
   connect(session_, &backends::LabSession::labDataChanged, this, &BenchmarksPanel::reload);
   // The window's close question names what closing the lab stops here (servers go with the
@@ -220,6 +231,9 @@ QWidget* BenchmarksPanel::buildForm() {
   stopButton_->setEnabled(false);
   progress_ = new QProgressBar(box);
   progress_->setObjectName("progress");
+  progress_->setRange(0, 1);
+  progress_->setValue(0);
+  progress_->setTextVisible(false);
   levelLabel_ = new QLabel(tr("idle"), box);
   levelLabel_->setObjectName("levelLabel");
   status_ = new QLabel(box);
@@ -267,7 +281,9 @@ QWidget* BenchmarksPanel::buildLocalServerBox(QWidget* parent) {
   adapters_ = new QListWidget(box);
   adapters_->setObjectName("serveAdapters");
   adapters_->setMaximumHeight(80);
-  adapters_->setToolTip(tr("Adapters from the lab's runs: each checked one is served as NAME=DIR"));
+  adapters_->setToolTip(tr("Adapters from the lab's runs: each checked one is served as NAME=DIR; with one "
+                           "checked, the sweep benchmarks that adapter"));
+  connect(adapters_, &QListWidget::itemChanged, this, &BenchmarksPanel::followCheckedAdapter);
   loraMode_ = new QComboBox(box);
   loraMode_->setObjectName("serveLoraMode");
   loraMode_->addItems({tr("runtime LoRA (--lora, per request)"), tr("merged into the weights (--merge)")});
@@ -360,12 +376,32 @@ QStringList BenchmarksPanel::serveArgs(QString* error) const {
   return a;
 }
 
-QString BenchmarksPanel::servedModelId() const {
+QStringList BenchmarksPanel::checkedAdapters() const {
+  QStringList names;
+  for (int i = 0; i < adapters_->count(); ++i)
+    if (adapters_->item(i)->checkState() == Qt::Checked) names << adapters_->item(i)->text();
+  return names;
+}
+
+// Ticking one adapter makes it the model the sweep asks for (shown in the Model field, so
+// the table's row says what was measured); a model the user typed is left alone.
+void BenchmarksPanel::followCheckedAdapter() {
+  const QString typed = model_->text().trimmed();
+  if (!typed.isEmpty() && typed != autoModel_) return;
+  const QStringList checked = checkedAdapters();
+  autoModel_ = checked.size() == 1 ? checked.first() : QString();
+  model_->setText(autoModel_);
+}
+
+QString BenchmarksPanel::servedModelId(QString* error) const {
   const QString typed = model_->text().trimmed();
   if (!typed.isEmpty()) return typed;
-  if (loraMode_->currentIndex() == 1)
-    for (int i = 0; i < adapters_->count(); ++i)
-      if (adapters_->item(i)->checkState() == Qt::Checked) return adapters_->item(i)->text();
+  const QStringList checked = checkedAdapters();
+  if (checked.size() == 1) return checked.first();  // ticking an adapter benchmarks it (runtime or merged)
+  if (checked.size() > 1) {
+    if (error) *error = tr("Several adapters are checked: type the one to benchmark in Model.");
+    return {};
+  }
   return QFileInfo(QDir::cleanPath(serveModelDir_->text().trimmed())).fileName();  // serve's default id
 }
 
@@ -384,9 +420,7 @@ void BenchmarksPanel::onServerFailed(const QString& error) {
     sweepPending_ = false;
     runButton_->setEnabled(true);
     stopButton_->setEnabled(false);
-    progress_->setRange(0, 1);
-    progress_->setValue(0);
-    levelLabel_->setText(tr("idle"));
+    resetProgress(tr("failed"));
   }
   setStatus(tr("Local server failed: %1").arg(error));
   updateEndpointUi();
@@ -406,8 +440,7 @@ void BenchmarksPanel::stopServer() {
   if (wasPending) {
     runButton_->setEnabled(true);
     stopButton_->setEnabled(false);
-    progress_->setRange(0, 1);
-    levelLabel_->setText(tr("idle"));
+    resetProgress(tr("idle"));
   }
   setStatus(tr("Local server stopped."));
 }
@@ -429,7 +462,8 @@ QWidget* BenchmarksPanel::buildResults() {
   compare_ = new QChartView(box);
   compare_->setObjectName("compareChart");
   compare_->chart()->addSeries(bars_);
-  compare_->chart()->setTitle(tr("Select rows to compare output tok/s per level"));
+  compare_->chart()->setTitle(tr("Compare rows"));
+  compare_->setToolTip(tr("Select rows of the table to compare their output tok/s per level"));
   compare_->setMinimumHeight(160);
 
   auto* csv = new QPushButton(tr("Export CSV…"), box);
@@ -459,7 +493,7 @@ QStringList BenchmarksPanel::sweepArgs() const {
   const QString typedModel = model_->text().trimmed();
   QStringList a{"--url", onBox ? boxForm_->server()->baseUrl() : local ? server_->baseUrl() : url_->text().trimmed(),
                 "--model", onBox ? (typedModel.isEmpty() ? boxForm_->servedModelId() : typedModel)
-                                 : local ? servedModelId() : typedModel,
+                                 : local ? servedModelId(nullptr) : typedModel,
                 "--endpoint",
                 endpoint_->currentText(), "--concurrency", levels_->text().remove(' '), "--output-len",
                 QString::number(outputLen_->value())};
@@ -508,7 +542,7 @@ bool BenchmarksPanel::run() {
   if (localEndpoint()) {
     QString error;
     const QStringList args = serveArgs(&error);
-    if (args.isEmpty()) {
+    if (args.isEmpty() || servedModelId(&error).isEmpty()) {
       setStatus(error);
       return false;
     }
@@ -543,9 +577,7 @@ void BenchmarksPanel::startSweep() {
   live_->clear();
   levelIndex_ = 0;
   timeOffset_ = lastT_ = 0;
-  progress_->setRange(0, 1);
-  progress_->setValue(0);
-  levelLabel_->setText(tr("starting sweep…"));
+  resetProgress(tr("starting sweep…"));
   setStatus(session_->isOpen() ? tr("Running…") : tr("Running — no lab is open, so results are not recorded."));
   sweepOnLocal_ = localEndpoint();
   sweepOnBox_ = boxEndpoint();
@@ -573,18 +605,32 @@ void BenchmarksPanel::onLevelStarted(int concurrency, int planned) {
   levelLabel_->setText(tr("level c=%1 (%2 of %3)").arg(concurrency).arg(levelIndex_).arg(total));
   progress_->setRange(0, std::max(planned, 1));
   progress_->setValue(0);
+  progress_->setTextVisible(planned > 0);  // a timed level has no fraction
+}
+
+void BenchmarksPanel::resetProgress(const QString& label) {
+  progress_->setRange(0, 1);
+  progress_->setValue(0);
+  progress_->setTextVisible(false);  // "0%" of nothing is not a figure
+  levelLabel_->setText(label);
 }
 
 void BenchmarksPanel::onFinished(int exitCode, const QString& error, bool stopped) {
   runButton_->setEnabled(true);
   stopButton_->setEnabled(false);
-  levelLabel_->setText(tr("idle"));
-  if (stopped)
+  if (stopped) {
+    resetProgress(tr("stopped"));
     setStatus(tr("Stopped; finished levels are kept."));
-  else if (exitCode != 0)
+  } else if (exitCode != 0) {
+    resetProgress(tr("failed"));
     setStatus(tr("Sweep failed: %1").arg(error));
-  else
+  } else {
+    progress_->setRange(0, 1);
+    progress_->setValue(1);
+    progress_->setTextVisible(true);
+    levelLabel_->setText(levelIndex_ == 1 ? tr("done: 1 level") : tr("done: %1 levels").arg(levelIndex_));
     setStatus(tr("Sweep done. %1").arg(status_->text()));
+  }
   reload();
   emit sweepFinished(exitCode);
 }
@@ -618,7 +664,7 @@ void BenchmarksPanel::updateComparison() {
   x->append(categories);
   auto* y = new QValueAxis;
   y->setRange(0, top * 1.1);
-  y->setTitleText(tr("output tok/s"));
+  y->setTitleText(tr("tok/s"));
   chart->addAxis(x, Qt::AlignBottom);
   chart->addAxis(y, Qt::AlignLeft);
   bars_->attachAxis(x);

@@ -72,7 +72,11 @@ class BenchmarksPanel : public QWidget {
   bool runOnBox();
   // `serve` options from the local-server fields; empty (and *error) if incomplete.
   QStringList serveArgs(QString* error) const;
-  QString servedModelId() const;
+  // The model id the sweep asks the local server for; empty (and *error) if ambiguous.
+  QString servedModelId(QString* error) const;
+  QStringList checkedAdapters() const;
+  void followCheckedAdapter();
+  void resetProgress(const QString& label);
   void startSweep();
   void onServerReady(const QString& baseUrl);
   void onServerFailed(const QString& error);
@@ -99,6 +103,7 @@ class BenchmarksPanel : public QWidget {
   bool sweepOnBox_ = false;     // … or the server on a box
   QStringList restartArgs_;     // a different server was running: start this one once it stopped
   QString defaultModelDir_;
+  QString autoModel_;           // the Model field's text when the panel filled it from a ticked adapter
   QString typedUrl_;            // the URL field's text while the local server is shown
   bool shownLocal_ = false;     // the lab's models/demo-base the field was filled with
   QSpinBox *numPrompts_, *outputLen_;

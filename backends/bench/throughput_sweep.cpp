@@ -157,9 +157,19 @@ SweepResult ThroughputSweep::run(SweepListener* listener, const std::atomic<bool
     bench::LevelContext ctx{o.endpoint == "chat" ? "openai-chat" : "openai", o.model, c, o.rate, o.burstiness,
                             o.pricePerHour};
     auto level = bench::computeLevelMetrics(run.records, run.durationS, ctx);
-    if (!run.abortReason.empty()) {
+    const bool stopped = stop && stop->load();
+    if (level.completed == 0 && !stopped && run.abortReason.empty()) {  // the endpoint refuses (404, wrong model) or is gone
+      std::string first = "no response";
+      for (const auto& r : run.records)
+        if (!r.error.empty()) {
+          first = r.error;
+          break;
+        }
+      result.failure = "every request failed at concurrency " + std::to_string(c) + ": " + first;
+      result.stoppedReason = result.failure;
+    } else if (!run.abortReason.empty()) {
       result.stoppedReason = run.abortReason;
-      if (!(stop && stop->load())) level.collapse = run.abortReason;
+      if (!stopped) level.collapse = run.abortReason;
     } else if (i > 0) {
       level.collapse = bench::collapseReason(level.perStreamTokS, baseline, o.collapseFraction, c);
       if (!level.collapse.empty()) result.stoppedReason = level.collapse;

@@ -47,7 +47,8 @@ class SweepListener {
 struct SweepResult {
   std::vector<bench::LevelResult> levels;
   std::optional<bench::Knee> knee;
-  std::string stoppedReason;  // collapse, stall, or the user; empty when all levels ran
+  std::string stoppedReason;  // collapse, stall, failure, or the user; empty when all levels ran
+  std::string failure;        // a level in which no request completed: why (the sweep stops there)
 };
 
 class ThroughputSweep {

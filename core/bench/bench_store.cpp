@@ -8,21 +8,40 @@ namespace crosslab::bench {
 
 using store::Transaction;
 
+const char* sweepStatusName(SweepStatus s) {
+  switch (s) {
+    case SweepStatus::Running: return "running";
+    case SweepStatus::Stopped: return "stopped";
+    case SweepStatus::Failed: return "failed";
+    case SweepStatus::Done: break;
+  }
+  return "done";
+}
+
+SweepStatus sweepStatusFrom(const std::string& name) {
+  if (name == "running") return SweepStatus::Running;
+  if (name == "stopped") return SweepStatus::Stopped;
+  if (name == "failed") return SweepStatus::Failed;
+  return SweepStatus::Done;
+}
+
 std::int64_t BenchStore::begin(const BenchmarkHeader& h) {
   auto& db = lab_.db();
   Transaction tx(db);
   auto st = db.prepare(
-      "INSERT INTO benchmarks(label, url, model, endpoint, command, price_per_hour, started_at, box_id, venue_id) "
-      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)");
+      "INSERT INTO benchmarks(label, url, model, endpoint, command, price_per_hour, started_at, box_id, venue_id, status) "
+      "VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   st.bind(1, h.label).bind(2, h.url).bind(3, h.model).bind(4, h.endpoint).bind(5, h.command);
   st.bind(6, h.pricePerHour).bind(7, store::utcNow()).bind(8, h.boxId).bind(9, h.venueId);
+  st.bind(10, std::string(sweepStatusName(SweepStatus::Running)));
   st.run();
   const auto id = db.lastInsertId();
   tx.commit();
   return id;
 }
 
-void BenchStore::saveLevel(std::int64_t benchmarkId, const LevelResult& l) {
+bool BenchStore::saveLevel(std::int64_t benchmarkId, const LevelResult& l) {
+  if (l.completed == 0 && l.collapse.empty()) return false;
   auto& db = lab_.db();
   Transaction tx(db);
   auto st = db.prepare(
@@ -36,13 +55,17 @@ void BenchStore::saveLevel(std::int64_t benchmarkId, const LevelResult& l) {
   st.bind(11, levelToJson(l).dump());
   st.run();
   tx.commit();
+  return true;
 }
 
-void BenchStore::end(std::int64_t benchmarkId) {
+void BenchStore::end(std::int64_t benchmarkId, SweepStatus status, const std::string& error) {
   auto& db = lab_.db();
   Transaction tx(db);
-  auto st = db.prepare("UPDATE benchmarks SET ended_at = ? WHERE id = ?");
-  st.bind(1, store::utcNow()).bind(2, benchmarkId);
+  auto st = db.prepare("UPDATE benchmarks SET ended_at = ?, status = ?, error = ? WHERE id = ?");
+  st.bind(1, store::utcNow()).bind(2, std::string(sweepStatusName(status)));
+  if (error.empty()) st.bindNull(3);
+  else st.bind(3, error);
+  st.bind(4, benchmarkId);
   st.run();
   tx.commit();
 }
@@ -52,14 +75,16 @@ std::vector<StoredBenchmark> BenchStore::list() {
   std::vector<StoredBenchmark> out;
   std::map<std::int64_t, size_t> index;
   auto st = db.prepare(
-      "SELECT id, label, url, model, endpoint, command, price_per_hour, started_at, ended_at "
+      "SELECT id, label, url, model, endpoint, command, price_per_hour, started_at, ended_at, status, error "
       "FROM benchmarks ORDER BY id");
   while (st.step()) {
     StoredBenchmark b;
     b.id = st.int64(0);
     b.header = {st.text(1), st.text(2), st.text(3), st.text(4), st.text(5), st.optReal(6)};
     b.startedAt = st.text(7);
-    b.endedAt = st.text(8);
+    b.endedAt = st.isNull(8) ? "" : st.text(8);
+    b.status = st.isNull(9) ? SweepStatus::Done : sweepStatusFrom(st.text(9));
+    b.error = st.isNull(10) ? "" : st.text(10);
     index[b.id] = out.size();
     out.push_back(std::move(b));
   }
@@ -69,7 +94,8 @@ std::vector<StoredBenchmark> BenchStore::list() {
       "FROM benchmark_levels ORDER BY benchmark_id, concurrency");
   while (lv.step()) {
     auto it = index.find(lv.int64(0));
-    if (it == index.end()) continue;
+    // Nothing completed and no collapse: no measurement (rows that labs before schema 4 kept).
+    if (it == index.end() || (lv.optInt64(2).value_or(0) == 0 && lv.isNull(9))) continue;
     StoredLevel l;
     l.concurrency = static_cast<int>(lv.int64(1));
     l.completed = lv.optInt64(2).value_or(0);

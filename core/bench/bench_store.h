@@ -19,6 +19,11 @@ struct BenchmarkHeader {
   std::optional<std::int64_t> boxId{}, venueId{};  // the box measured, when the server ran on one
 };
 
+// How a sweep ended. Running: still going, or its process died before saying.
+enum class SweepStatus { Running, Done, Stopped, Failed };
+const char* sweepStatusName(SweepStatus status);  // "running", "done", "stopped", "failed"
+SweepStatus sweepStatusFrom(const std::string& name);  // unknown or empty (before schema 4): Done
+
 struct StoredLevel {
   int concurrency = 0;
   std::int64_t completed = 0, failed = 0;
@@ -32,17 +37,21 @@ struct StoredBenchmark {
   std::int64_t id = 0;
   BenchmarkHeader header;
   std::string startedAt, endedAt;
-  std::vector<StoredLevel> levels;  // by concurrency
+  SweepStatus status = SweepStatus::Done;
+  std::string error;                // why it failed (or stopped early); empty when done
+  std::vector<StoredLevel> levels;  // by concurrency; measurements only
 };
 
 class BenchStore {
  public:
   explicit BenchStore(store::LabStore& lab) : lab_(lab) {}
 
-  std::int64_t begin(const BenchmarkHeader& header);
-  // Upserts the level row (a rerun of one level replaces it).
-  void saveLevel(std::int64_t benchmarkId, const LevelResult& level);
-  void end(std::int64_t benchmarkId);
+  std::int64_t begin(const BenchmarkHeader& header);  // status running
+  // Upserts the level row (a rerun of one level replaces it). A level in which no request
+  // completed measured nothing: it is not saved (returns false; its failure belongs in
+  // end()'s error), unless it ended in a collapse, which is what it measured.
+  bool saveLevel(std::int64_t benchmarkId, const LevelResult& level);
+  void end(std::int64_t benchmarkId, SweepStatus status = SweepStatus::Done, const std::string& error = {});
   // Every benchmark, oldest first, with its levels.
   std::vector<StoredBenchmark> list();
 

@@ -263,6 +263,13 @@ ALTER TABLE runs ADD COLUMN launch_json TEXT;
 CREATE INDEX runs_dir ON runs(run_dir);
 )sql";
 
+// Schema 7 (benchmarks): how a sweep ended. A sweep whose requests all failed is recorded
+// as failed with its error, never as a 0 tok/s measurement.
+constexpr std::string_view kSchema7 = R"sql(
+ALTER TABLE benchmarks ADD COLUMN status TEXT;
+ALTER TABLE benchmarks ADD COLUMN error TEXT;
+)sql";
+
 }  // namespace
 
 const std::vector<Migration>& migrations() {
@@ -273,6 +280,7 @@ const std::vector<Migration>& migrations() {
       {4, "boxes.provider/api_url/api_key_env, timeline.box_id/source, probes", kSchema4},
       {5, "box_work, box_transfers, credits, friction.category/ecosystem_specific/origin, runs.*_sha256", kSchema5},
       {6, "metrics.seq, runs.launch_json", kSchema6},
+      {7, "benchmarks.status/error", kSchema7},
   };
   return all;
 }

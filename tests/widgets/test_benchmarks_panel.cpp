@@ -87,10 +87,11 @@ class TestBenchmarksPanel : public QObject {
     auto* model = panel.results();
     QCOMPARE(model->rowCount(), 1);
     QCOMPARE(model->levels(), (std::vector<int>{1, 2}));
-    QCOMPARE(model->headerData(2, Qt::Horizontal).toString(), QString("c=1 tok/s"));
+    QCOMPARE(model->headerData(3, Qt::Horizontal).toString(), QString("c=1 tok/s"));
+    QCOMPARE(model->data(model->index(0, 1)).toString(), QString("done"));
     QVERIFY(model->throughputAt(0, 2) > 0);
-    QVERIFY(model->data(model->index(0, 4)).toString().contains("(c="));  // best aggregate
-    QVERIFY(model->data(model->index(0, 5)).toString().startsWith("$"));  // $/M
+    QVERIFY(model->data(model->index(0, 5)).toString().contains("(c="));  // best aggregate
+    QVERIFY(model->data(model->index(0, 6)).toString().startsWith("$"));  // $/M
 
     // A second venue, recorded by another sweep, to compare side by side.
     bench::BenchStore bs(*session.store());
@@ -110,9 +111,10 @@ class TestBenchmarksPanel : public QObject {
     QFile f(csv);
     QVERIFY(f.open(QIODevice::ReadOnly));
     const QString text = QString::fromUtf8(f.readAll());
-    QVERIFY2(text.startsWith("Venue / method,1-stream tok/s,c=1 tok/s,c=2 tok/s,Best aggregate,$/M output,Collapse\n"),
+    QVERIFY2(text.startsWith("Venue / method,Status,1-stream tok/s,c=1 tok/s,c=2 tok/s,Best aggregate tok/s,"
+                             "Best at concurrency,$/M output,Collapse,Error\n"),
              qPrintable(text));
-    QVERIFY(text.contains("\"stand-in, loopback\","));
+    QVERIFY(text.contains("\"stand-in, loopback\",done,"));
     QVERIFY(panel.exportJson(json));
     QFile jf(json);
     QVERIFY(jf.open(QIODevice::ReadOnly));
@@ -141,8 +143,9 @@ class TestBenchmarksPanel : public QObject {
     QVERIFY(done.wait(30000));
     QVERIFY2(panel.status().startsWith("Stopped"), qPrintable(panel.status()));
     QVERIFY(panel.findChild<QPushButton*>("runButton")->isEnabled());
-    QCOMPARE(panel.results()->rowCount(), 1);  // the sweep's row, with the cut level
-    QCOMPARE(panel.results()->levels(), std::vector<int>{1});
+    QCOMPARE(panel.results()->rowCount(), 1);  // the sweep's row, stopped
+    QCOMPARE(panel.results()->data(panel.results()->index(0, 1)).toString(), QString("stopped"));
+    QCOMPARE(panel.results()->levels(), std::vector<int>{});  // the cut level completed nothing: no 0 tok/s figure
   }
 
   void refusesAnIncompleteForm() {
@@ -162,14 +165,30 @@ class TestBenchmarksPanel : public QObject {
                 {8, 2, 6, 5.6, 0.7, 900, 1400, std::nullopt, "decode collapse: per-stream 0.7 tok/s", "{}"}};
     widgets::BenchResultsModel m;
     m.setBenchmarks({b});
-    QCOMPARE(m.columnCount(), 2 + 3 + 3);
-    QCOMPARE(m.data(m.index(0, 1)).toString(), QString("3.2"));              // 1-stream
-    QCOMPARE(m.data(m.index(0, 4)).toString(), QString("5.6 (collapse)"));   // c=8
-    QCOMPARE(m.data(m.index(0, 4), Qt::ForegroundRole).value<QColor>(), QColor(Qt::red));
-    QCOMPARE(m.data(m.index(0, 5)).toString(), QString("12.1 (c=4)"));      // best aggregate
-    QCOMPARE(m.data(m.index(0, 6)).toString(), QString("$0.250"));          // $/M at the best level
-    QVERIFY(m.data(m.index(0, 7)).toString().startsWith("decode collapse"));
-    QVERIFY(m.toCsv().contains("\"2x Spark, runtime LoRA\",3.2,3.2,12.1,5.6 (collapse),12.1 (c=4),$0.250,"));
+    QCOMPARE(m.columnCount(), 3 + 3 + 3);
+    QCOMPARE(m.data(m.index(0, 1)).toString(), QString("done"));
+    QCOMPARE(m.data(m.index(0, 2)).toString(), QString("3.2"));              // 1-stream
+    QCOMPARE(m.data(m.index(0, 5)).toString(), QString("5.6 (collapse)"));   // c=8
+    QCOMPARE(m.data(m.index(0, 5), Qt::ForegroundRole).value<QColor>(), QColor(Qt::red));
+    QCOMPARE(m.data(m.index(0, 6)).toString(), QString("12.1 (c=4)"));      // best aggregate
+    QCOMPARE(m.data(m.index(0, 7)).toString(), QString("$0.250"));          // $/M at the best level
+    QVERIFY(m.data(m.index(0, 8)).toString().startsWith("decode collapse"));
+    // CSV: figures as numbers, the best level and the collapse in their own columns.
+    QVERIFY2(m.toCsv().contains("\"2x Spark, runtime LoRA\",done,3.2,3.2,12.1,5.6,12.1,4,0.250,"
+                                "decode collapse: per-stream 0.7 tok/s,\n"),
+             qPrintable(m.toCsv()));
+
+    // A failed sweep: its error, no figures, in red.
+    bench::StoredBenchmark f;
+    f.header.label = "wrong model";
+    f.status = bench::SweepStatus::Failed;
+    f.error = "every request failed at concurrency 1: HTTP 404";
+    m.setBenchmarks({b, f});
+    QCOMPARE(m.data(m.index(1, 1)).toString(), QString("failed"));
+    QCOMPARE(m.data(m.index(1, 1), Qt::ForegroundRole).value<QColor>(), QColor(Qt::red));
+    for (int c = 2; c < 8; ++c) QVERIFY(m.data(m.index(1, c)).toString().isEmpty());
+    QCOMPARE(m.data(m.index(1, 8)).toString(), QString::fromStdString(f.error));
+    QVERIFY(m.toCsv().contains("wrong model,failed,,,,,,,,,every request failed at concurrency 1: HTTP 404\n"));
   }
 
   void chartCoalescesRepaintsAndDecimates() {
