@@ -41,12 +41,12 @@ void LossChart::addRun(qint64 runId, const QString& label) {
   Series s;
   s.label = label;
   s.loss = new QLineSeries();
-  s.loss->setName(label + tr(" loss"));
+  s.loss->setName(label + tr(" loss (raw)"));
   QColor faint = color;
   faint.setAlpha(70);
   s.loss->setPen(QPen(faint, 1));
   s.smooth = new QLineSeries();
-  s.smooth->setName(label + tr(" (smoothed)"));
+  s.smooth->setName(label);
   s.smooth->setPen(QPen(color, 2));
   s.eval = new QScatterSeries();
   s.eval->setName(label + tr(" eval"));
@@ -74,6 +74,7 @@ void LossChart::addRun(qint64 runId, const QString& label) {
   series_.insert(runId, s);
   order_.append(runId);
   rebuildAxes();
+  updateLegend();
 }
 
 void LossChart::clearRuns() {
@@ -129,6 +130,7 @@ void LossChart::flush() {
     redraw(*s);
   }
   updateRanges();
+  updateLegend();
   ++repaints_;
 }
 
@@ -147,7 +149,7 @@ void LossChart::redraw(Series& s) {
     eval.erase(std::remove_if(eval.begin(), eval.end(), positive), eval.end());
   }
   s.loss->replace(decimate(loss, kMaxPlotted));
-  s.smooth->replace(decimate(ema(loss, smoothing_), kMaxPlotted));
+  s.smooth->replace(decimate(ema(loss, effectiveSmoothing(loss.size())), kMaxPlotted));
   s.eval->replace(eval);
   if (s.lr) s.lr->replace(decimate(lr, kMaxPlotted));
 }
@@ -169,13 +171,159 @@ void LossChart::updateRanges() {
     }
   }
   if (xMin > xMax) return;
-  x_->setRange(xMin, xMax > xMin ? xMax : xMin + 1);
+  // x: whole steps, a little room either side of a lone point, ticks at a nice interval.
+  const bool steps = align_ == Align::Step;
+  if (xMax - xMin < (steps ? 1.0 : 1e-9)) {
+    xMin -= steps ? 1 : 0.5;
+    xMax += steps ? 1 : 0.5;
+    if (xMin < 0) xMax -= xMin, xMin = 0;  // steps and epochs start at 0
+  }
+  const double xStep = tickInterval(xMax - xMin, 5, steps);
+  x_->setTickType(QValueAxis::TicksDynamic);
+  x_->setTickAnchor(0);
+  x_->setTickInterval(xStep);
+  x_->setRange(xMin, xMax);
   if (yMin <= yMax) {
-    const double pad = (yMax - yMin) * 0.05 + 1e-9;
-    if (logScale_) static_cast<QLogValueAxis*>(y_)->setRange(yMin * 0.9, yMax * 1.1);
-    else static_cast<QValueAxis*>(y_)->setRange(std::max(0.0, yMin - pad), yMax + pad);
+    if (logScale_) {
+      auto* log = static_cast<QLogValueAxis*>(y_);
+      const double lo = yMin * 0.9, hi = yMax * 1.1;
+      log->setBase(logBase(lo, hi));
+      log->setRange(lo, hi);
+    } else {
+      // A lone value (or a flat line) gets room around it, not a range of 2e-9.
+      const double pad = std::max((yMax - yMin) * 0.05, std::max(std::abs(yMax) * 0.1, 1e-3));
+      auto* lin = static_cast<QValueAxis*>(y_);
+      lin->setRange(std::max(0.0, yMin - pad), yMax + pad);
+      lin->applyNiceNumbers();
+    }
   }
   yLr_->setRange(0, lrMax > 0 ? lrMax * 1.05 : 1);
+}
+
+double LossChart::effectiveSmoothing(int points) const {
+  // EMA weight alpha averages over ~1/(1-alpha) points; cap that window at a tenth of the
+  // run, so that maximum smoothing on a 100-step run is a trend, not the first loss held up.
+  const double window = std::max(2.0, points / 10.0);
+  return std::min(smoothing_, 1.0 - 1.0 / window);
+}
+
+double LossChart::tickInterval(double span, int ticks, bool integer) {
+  if (!(span > 0)) return 1;
+  const double raw = span / std::max(ticks, 1);
+  const double mag = std::pow(10.0, std::floor(std::log10(raw)));
+  double step = mag * 10;
+  for (double m : {1.0, 2.0, 5.0, 10.0})
+    if (raw <= m * mag) {
+      step = m * mag;
+      break;
+    }
+  return integer ? std::max(1.0, std::round(step)) : step;
+}
+
+double LossChart::logBase(double lo, double hi) {
+  if (!(lo > 0) || !(hi > lo)) return 10;
+  // Major ticks fall on whole powers of the base: pick the coarsest base with >= 3 of them.
+  for (double base : {10.0, 2.0, std::sqrt(2.0), std::pow(2.0, 0.25), std::pow(2.0, 0.125), std::pow(2.0, 1.0 / 16)}) {
+    const double first = std::ceil(std::log(lo) / std::log(base) - 1e-9), last = std::floor(std::log(hi) / std::log(base) + 1e-9);
+    if (last - first + 1 >= 3) return base;
+  }
+  return std::pow(2.0, 1.0 / 32);
+}
+
+QStringList LossChart::legendNames(const QStringList& labels, int maxChars) {
+  QStringList out;
+  for (int i = 0; i < labels.size(); ++i) {
+    const QString& l = labels[i];
+    int differ = 0;  // where this label first differs from the others
+    for (int j = 0; j < labels.size(); ++j) {
+      if (j == i) continue;
+      int k = 0;
+      while (k < l.size() && k < labels[j].size() && l[k] == labels[j][k]) ++k;
+      differ = std::max(differ, k);
+    }
+    QString name = l;
+    if (name.size() > maxChars) {
+      const int keepHead = 5;
+      const int from = std::max(keepHead + 1, std::min<int>(differ - 2, int(l.size()) - (maxChars - keepHead - 1)));
+      name = l.left(keepHead) + QChar(0x2026) + l.mid(from);
+      if (name.size() > maxChars) name = name.left(maxChars - 1) + QChar(0x2026);
+    }
+    out << name;
+  }
+  for (int i = 0; i < out.size(); ++i)  // still equal (labels that differ only beyond the cut): number them
+    for (int j = i + 1; j < out.size(); ++j)
+      if (out[i] == out[j]) out[j] += QString(" #%1").arg(j + 1);
+  return out;
+}
+
+// One legend entry per run (its smoothed curve, named so that runs can be told apart), an
+// eval entry only for a run that has eval loss, and the learning rate once.
+void LossChart::updateLegend() {
+  QStringList labels;
+  for (qint64 id : order_) labels << series_[id].label;
+  const QStringList names = legendNames(labels);
+  auto* legend = chart()->legend();
+  legend->setShowToolTips(true);
+  for (int i = 0; i < order_.size(); ++i) {
+    Series& s = series_[order_[i]];
+    s.smooth->setName(names[i]);
+    s.eval->setName(names[i] + tr(" eval"));
+    const bool hasEval = std::any_of(s.data.begin(), s.data.end(), [](const MetricPoint& p) { return p.evalLoss.has_value(); });
+    for (auto* m : legend->markers(s.loss)) m->setVisible(false);  // faint raw line: same colour as its smoothed one
+    for (auto* m : legend->markers(s.eval)) m->setVisible(hasEval);
+  }
+}
+
+QStringList LossChart::legendLabels() const {
+  QStringList out;
+  for (auto* m : chart()->legend()->markers())
+    if (m->isVisible()) out << m->label();
+  return out;
+}
+
+QPointF LossChart::xRange() const { return {x_->min(), x_->max()}; }
+
+QPointF LossChart::yRange() const {
+  if (logScale_) return {static_cast<QLogValueAxis*>(y_)->min(), static_cast<QLogValueAxis*>(y_)->max()};
+  return {static_cast<QValueAxis*>(y_)->min(), static_cast<QValueAxis*>(y_)->max()};
+}
+
+namespace {
+
+// `v` as an axis with printf-style label format "%d", "%.Nf" or "%.Ng" draws it.
+QString formatLike(const QString& format, double v) {
+  if (format == "%d") return QString::number(std::llround(v));
+  const int precision = format.mid(2, format.size() - 3).toInt();
+  return QString::number(v, format.endsWith('f') ? 'f' : 'g', precision > 0 ? precision : 6);
+}
+
+// The labels a value axis draws from `first`, every `step`, up to `max`, in `format`.
+QStringList ticks(double first, double step, double max, const QString& format) {
+  QStringList out;
+  for (double v = first; v <= max + step * 1e-6 && out.size() < 200; v += step)
+    out << formatLike(format, std::abs(v) < step * 1e-9 ? 0.0 : v);
+  return out;
+}
+
+}  // namespace
+
+QStringList LossChart::yTickLabels() const {
+  if (logScale_) {
+    auto* log = static_cast<QLogValueAxis*>(y_);
+    QStringList out;
+    const double b = log->base();
+    for (double e = std::ceil(std::log(log->min()) / std::log(b) - 1e-9); std::pow(b, e) <= log->max() * (1 + 1e-9); e += 1)
+      out << formatLike(log->labelFormat(), std::pow(b, e));
+    return out;
+  }
+  auto* lin = static_cast<QValueAxis*>(y_);
+  const int n = lin->tickCount();
+  return ticks(lin->min(), (lin->max() - lin->min()) / std::max(n - 1, 1), lin->max(), lin->labelFormat());
+}
+
+QStringList LossChart::xTickLabels() const {
+  const double step = x_->tickInterval();
+  return ticks(std::ceil(x_->min() / step - 1e-9) * step, step, x_->max(), x_->labelFormat());
 }
 
 void LossChart::rebuildAxes() {
@@ -284,10 +432,11 @@ QVector<QPointF> LossChart::decimate(const QVector<QPointF>& points, int maxPoin
 QVector<QPointF> LossChart::ema(const QVector<QPointF>& points, double alpha) {
   QVector<QPointF> out;
   out.reserve(points.size());
-  double s = 0;
-  for (int i = 0; i < points.size(); ++i) {
-    s = i == 0 ? points[i].y() : alpha * s + (1 - alpha) * points[i].y();
-    out.append({points[i].x(), s});
+  double m = 0, weight = 0;  // weight = 1 - alpha^(i+1), kept as a running sum to stay exact at alpha 0
+  for (const QPointF& p : points) {
+    m = alpha * m + (1 - alpha) * p.y();
+    weight = alpha * weight + (1 - alpha);
+    out.append({p.x(), weight > 0 ? m / weight : p.y()});
   }
   return out;
 }

@@ -51,6 +51,9 @@ class LossChart : public QChartView {
 
   void setSmoothing(double alpha);  // EMA weight of history, 0 (raw) … 0.99
   double smoothing() const { return smoothing_; }
+  // The weight used on a curve of `points` points: the slider's, capped so that the EMA
+  // spans at most a tenth of the curve (max(2, points/10) points).
+  double effectiveSmoothing(int points) const;
   void setLogScale(bool on);
   bool logScale() const { return logScale_; }
   void setAlign(Align a);
@@ -67,8 +70,27 @@ class LossChart : public QChartView {
   static void mergePoints(QVector<MetricPoint>& data, const QVector<MetricPoint>& incoming);
   // min/max-per-bucket decimation that keeps the first and last points.
   static QVector<QPointF> decimate(const QVector<QPointF>& points, int maxPoints);
-  // Debiased-free EMA as TensorBoard draws it: s_0 = y_0, s_i = a·s_{i-1} + (1-a)·y_i.
+  // Debiased EMA as TensorBoard draws it: m_i = a·m_{i-1} + (1-a)·y_i (m_{-1} = 0),
+  // s_i = m_i / (1 - a^(i+1)). Each s_i is a weighted mean of y_0..y_i with weights that
+  // sum to 1, so the curve stays inside the data it smooths and the first point does
+  // not hold it up at any smoothing.
   static QVector<QPointF> ema(const QVector<QPointF>& points, double alpha);
+  // Legend names for runs compared together: short enough not to be cut by the legend,
+  // and distinct (a long shared prefix such as "lora-20261130-" is folded to "…").
+  static QStringList legendNames(const QStringList& labels, int maxChars = 18);
+  // Log-axis base giving at least three labelled ticks between lo and hi (> 0): 10 when
+  // the data spans decades, else 2, √2, 2^¼ … as the span narrows.
+  static double logBase(double lo, double hi);
+  // A "nice" tick interval (1, 2 or 5 × 10^k) giving about `ticks` ticks over `span`;
+  // whole numbers when `integer` (steps).
+  static double tickInterval(double span, int ticks, bool integer);
+
+  // What the chart shows (for tests of the journey and the hover read-out).
+  QStringList legendLabels() const;  // the visible legend entries, in order
+  QPointF xRange() const;
+  QPointF yRange() const;
+  QStringList yTickLabels() const;  // the left axis' labels as drawn (log: its major ticks)
+  QStringList xTickLabels() const;
 
  signals:
   void hovered(const QString& text);
@@ -86,6 +108,7 @@ class LossChart : public QChartView {
   void rebuildAxes();
   void redraw(Series& s);
   void updateRanges();
+  void updateLegend();
   double xOf(const MetricPoint& p) const { return align_ == Align::Step ? double(p.step) : p.epoch; }
 
   QMutex mutex_;
