@@ -90,11 +90,12 @@ class TestEvalCli : public QObject {
   void checkTextStatesTheRule() {
     auto r = cli({"eval", "check", "--eval", eval_, "--outputs", outputs_, "--detail"});
     QCOMPARE(r.code, 0);
-    QVERIFY2(r.out.find("exact = a verbatim run of whole words in a context; only whitespace runs, Unicode form (NFC) and "
-                        "curly quotes/dashes may differ, letter case must match") != std::string::npos, r.out.c_str());
-    QVERIFY(r.out.find("fuzzy = found with letter case ignored") != std::string::npos);
-    QVERIFY2(r.out.find("\"the run took 111 steps\"  (letter case)") != std::string::npos, r.out.c_str());
-    QVERIFY2(r.out.find("\"reads grounded harder\"  (verbatim)") != std::string::npos, r.out.c_str());
+    QVERIFY2(r.out.contains("exact = a verbatim run of whole words in a context; only whitespace runs, Unicode form (NFC) and "
+                            "curly quotes/dashes may differ, letter case must match"),
+             r.out.constData());
+    QVERIFY(r.out.contains("fuzzy = found with letter case ignored"));
+    QVERIFY2(r.out.contains("\"the run took 111 steps\"  (letter case)"), r.out.constData());
+    QVERIFY2(r.out.contains("\"reads grounded harder\"  (verbatim)"), r.out.constData());
   }
 
   void badInputIsOneLineAndExitOne() {

@@ -5,6 +5,7 @@
 #include <QApplication>
 #include <QDateTime>
 #include <QDialog>
+#include <QComboBox>
 #include <QDialogButtonBox>
 #include <QDir>
 #include <QElapsedTimer>
@@ -268,6 +269,23 @@ bool typeInto(QLineEdit* edit, const QString& text) {
   QTest::keyClicks(edit, text);
   if (edit->text() != text) {
     logFailure("typed '" + text + "' but the field reads '" + edit->text() + "'");
+    return false;
+  }
+  return true;
+}
+
+bool chooseInCombo(QComboBox* combo, const QString& text) {
+  if (!combo) return false;
+  const int target = combo->findText(text);
+  if (target < 0) {
+    logFailure("no item '" + text + "' in combo box '" + combo->objectName() + "'");
+    return false;
+  }
+  combo->setFocus();
+  for (int guard = 0; combo->currentIndex() != target && guard < combo->count() + 2; ++guard)
+    QTest::keyClick(combo, combo->currentIndex() < target ? Qt::Key_Down : Qt::Key_Up);
+  if (combo->currentIndex() != target) {
+    logFailure("could not reach '" + text + "' in combo box '" + combo->objectName() + "'");
     return false;
   }
   return true;

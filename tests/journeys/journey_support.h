@@ -33,6 +33,7 @@
 #include "tests/support/cli_runner.h"
 
 class QAbstractButton;
+class QComboBox;
 class QAbstractItemModel;
 class QFileDialog;
 class QLineEdit;
@@ -89,6 +90,9 @@ bool showPanel(QMainWindow* window, const QString& title);
 bool chooseMenu(QMainWindow* window, const QString& menu, const QString& item);
 // Replaces the text of a line edit the way a user does: select all, type.
 bool typeInto(QLineEdit* edit, const QString& text);
+// Picks the item `text` of a closed combo box with the keyboard (focus, Up/Down), which
+// is what a user tabbing through a form does; emits activated() like a click would.
+bool chooseInCombo(QComboBox* combo, const QString& text);
 // The first row of `model` that has every text of `cells` in some column (DisplayRole), or -1.
 int rowWith(const QAbstractItemModel* model, const QStringList& cells);
 // Waits until `predicate` holds, spinning the event loop; logs `what` on timeout.

@@ -1,0 +1,219 @@
+// Journey: a user opens the demo lab at 1024×700, goes to Benchmarks, picks the local
+// server, ticks the demo LoRA adapter, runs a sweep (the panel starts a real
+// `crosslab-cli serve` child and a real `crosslab-cli bench` child), reads the live chart,
+// the progress and the table, points a sweep at a model the server does not have (HTTP
+// 404), exports the table as CSV through the real save dialog, stops the server and starts
+// a new lab. Checks what the user sees (axis range against the plotted rates, progress
+// text, table cells, the Model field) and what the lab holds afterwards (integrity_check,
+// the benchmarks rows: the adapter as the model measured, the failed sweep as failed with
+// its error and no level rows). Issue 11 items 5 and 6 (Benchmarks at 1024×700).
+#include <QComboBox>
+#include <QFile>
+#include <QLabel>
+#include <QLineEdit>
+#include <QListWidget>
+#include <QProgressBar>
+#include <QPushButton>
+#include <QScrollArea>
+#include <QSignalSpy>
+#include <QSpinBox>
+#include <QtTest>
+
+#include <signal.h>
+
+#include <cerrno>
+#include <memory>
+
+#include "backends/lab_session.h"
+#include "backends/serve/local_serve_process.h"
+#include "tests/journeys/journey_support.h"
+#include "widgets/bench_live_chart.h"
+#include "widgets/bench_results_model.h"
+#include "widgets/benchmarks_panel.h"
+#include "widgets/main_window.h"
+
+using namespace crosslab;
+using namespace crosslab::journey;
+
+namespace {
+
+// Scrolls the panel to `w` (as a user would, after any pending relayout) and clicks it.
+bool scrollAndClick(QScrollArea* scroll, QWidget* w) {
+  if (!waitUntil([&] { return scroll->ensureWidgetVisible(w), !w->visibleRegion().isEmpty(); },
+                 w->objectName() + " to be brought into view"))
+    return false;
+  return click(w);
+}
+
+bool typeIntoSpin(QSpinBox* spin, int value) { return spin && typeInto(spin->findChild<QLineEdit*>(), QString::number(value)); }
+
+// Toggles the check box of an item of a checkable list with the keyboard (select, Space).
+bool toggleItem(QListWidget* list, int row) {
+  if (!list || row >= list->count()) return false;
+  const Qt::CheckState before = list->item(row)->checkState();
+  list->setFocus();
+  list->setCurrentRow(row);
+  QTest::keyClick(list->viewport(), Qt::Key_Space);
+  return waitUntil([&] { return list->item(row)->checkState() != before; }, "the adapter's check box to toggle");
+}
+
+bool alive(qint64 pid) { return pid > 0 && (::kill(pid_t(pid), 0) == 0 || errno != ESRCH); }
+
+}  // namespace
+
+class TestJourneyBenchmarkAnAdapter : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void initTestCase() { initJourneyProgram(); }
+
+  void sweepAnAdapterThenAFailingModel() {
+    DemoLab lab;
+    QVERIFY(lab.ok());
+    auto window = std::make_unique<widgets::MainWindow>();
+    window->resize(1024, 700);
+    window->show();
+    QVERIFY(QTest::qWaitForWindowExposed(window.get()));
+    DialogDriver open("QFileDialog", [&](QWidget* d) { return typePathInFileDialog(d, lab.path()); });
+    QVERIFY(chooseMenu(window.get(), "Lab", "Open Lab…"));
+    QVERIFY2(open.wait(), qPrintable(open.error()));
+    QVERIFY(showPanel(window.get(), "Benchmarks"));
+    auto* panel = waitFor<widgets::BenchmarksPanel>(window.get(), "panel_benchmarks");
+    QVERIFY(panel);
+    auto* scroll = panel->findChild<QScrollArea*>();
+    QVERIFY(chooseInCombo(waitFor<QComboBox>(panel, "endpointKind"), "Local server (crosslab-cli serve)"));
+
+    // At 1024×700 the local-server block keeps its size; Stop server can be reached.
+    auto* box = waitFor<QWidget>(panel, "localServerBox");
+    QVERIFY(box);
+    QVERIFY(waitUntil([&] { return box->height() >= box->minimumSizeHint().height(); },
+                      QString("the local-server block to get its %1 px (it has %2)").arg(box->minimumSizeHint().height()).arg(box->height())));
+    auto* stopServer = waitFor<QPushButton>(panel, "stopServerButton");
+    QVERIFY(waitUntil([&] { return scroll->ensureWidgetVisible(stopServer), !stopServer->visibleRegion().isEmpty(); },
+                      "Stop server to be brought into view"));
+    QVERIFY(stopServer->height() >= stopServer->minimumSizeHint().height());
+
+    // Tick the adapter: the Model field names it.
+    auto* adapters = waitFor<QListWidget>(panel, "serveAdapters");
+    QVERIFY(waitUntil([&] { return adapters->count() == 1; }, "the lab's one adapter to be offered"));
+    QCOMPARE(adapters->item(0)->text(), QString("demo-lora"));
+    QVERIFY(toggleItem(adapters, 0));
+    auto* model = waitFor<QLineEdit>(panel, "model");
+    QCOMPARE(model->text(), QString("demo-lora"));
+
+    QVERIFY(typeInto(waitFor<QLineEdit>(panel, "levels"), "1,4"));
+    QVERIFY(typeIntoSpin(panel->findChild<QSpinBox*>("numPrompts"), 8));
+    QVERIFY(typeIntoSpin(panel->findChild<QSpinBox*>("outputLen"), 48));
+    QVERIFY(typeInto(waitFor<QLineEdit>(panel, "label"), "demo runtime LoRA"));
+    QSignalSpy finished(panel, &widgets::BenchmarksPanel::sweepFinished);
+    QSignalSpy serverFailed(panel->server(), &backends::LocalServeProcess::failed);
+    QVERIFY(scrollAndClick(scroll, panel->findChild<QPushButton*>("runButton")));
+    QVERIFY(waitUntil([&] { return finished.count() == 1 || serverFailed.count() > 0; }, "the sweep to finish", kTrainWaitMs));
+    QVERIFY2(serverFailed.isEmpty(), qPrintable(panel->status()));
+    QCOMPARE(finished.last().first().toInt(), 0);
+    QVERIFY2(panel->status().startsWith("Sweep done"), qPrintable(panel->status()));
+
+    // Progress after the sweep: done, full; not "idle 12%".
+    auto* progress = panel->findChild<QProgressBar*>("progress");
+    QCOMPARE(panel->findChild<QLabel*>("levelLabel")->text(), QString("done: 2 levels"));
+    QCOMPARE(progress->value(), progress->maximum());
+    QCOMPARE(progress->text(), QString("100%"));
+
+    // The live chart's tok/s axis follows the plotted rates.
+    auto* live = panel->liveChart();
+    const double top = live->maxPlottedRate();
+    const QPointF range = live->rateAxisRange();
+    QVERIFY2(top > 1.0, qPrintable(QString("live rates never rose above %1 tok/s").arg(top)));
+    QVERIFY2(range.y() >= top && range.y() <= top * 1.5,
+             qPrintable(QString("axis 0..%1 for rates up to %2").arg(range.y()).arg(top)));
+
+    // The table and the lab: the adapter was measured.
+    auto* results = panel->results();
+    QCOMPARE(results->rowCount(), 1);
+    QCOMPARE(results->data(results->index(0, 1)).toString(), QString("done"));
+    QVERIFY(results->throughputAt(0, 4) > 0);
+    QCOMPARE(labQuery(lab.path(), "SELECT model || ' ' || status || ' ' || (SELECT count(*) FROM benchmark_levels "
+                                  "WHERE benchmark_id = b.id) FROM benchmarks b ORDER BY id"),
+             QStringList{"demo-lora done 2"});
+
+    // A sweep against a model the server does not serve: HTTP 404, recorded as failed.
+    const QString serverUrl = panel->server()->baseUrl();
+    QVERIFY(chooseInCombo(panel->findChild<QComboBox*>("endpointKind"), "URL"));
+    QVERIFY(typeInto(waitFor<QLineEdit>(panel, "url"), serverUrl));
+    QVERIFY(typeInto(model, "no-such-adapter"));
+    QVERIFY(typeInto(waitFor<QLineEdit>(panel, "label"), "wrong model"));
+    QVERIFY(scrollAndClick(scroll, panel->findChild<QPushButton*>("runButton")));
+    QVERIFY(waitUntil([&] { return finished.count() == 2; }, "the failing sweep to end", kTrainWaitMs));
+    QVERIFY(finished.last().first().toInt() != 0);
+    QVERIFY2(panel->status().startsWith("Sweep failed:") && panel->status().contains("404"), qPrintable(panel->status()));
+    QCOMPARE(panel->findChild<QLabel*>("levelLabel")->text(), QString("failed"));
+    QVERIFY(!progress->isTextVisible());  // no percentage of a sweep that measured nothing
+    QVERIFY(waitUntil([&] { return results->rowCount() == 2; }, "the failed sweep's row"));
+    QCOMPARE(results->data(results->index(1, 0)).toString(), QString("wrong model"));
+    QCOMPARE(results->data(results->index(1, 1)).toString(), QString("failed"));
+    const QString notes = results->data(results->index(1, results->columnCount() - 1)).toString();
+    QVERIFY2(notes.contains("404"), qPrintable(notes));
+    for (int c = 2; c < results->columnCount() - 1; ++c)
+      QVERIFY2(results->data(results->index(1, c)).toString().isEmpty(),
+               qPrintable(QString("failed sweep shows a figure in column %1: %2").arg(c).arg(results->data(results->index(1, c)).toString())));
+
+    // CSV through the real save dialog: every figure cell is a number (or empty).
+    const QString csv = lab.file("bench.csv");
+    DialogDriver save("QFileDialog", [&](QWidget* d) { return typePathInFileDialog(d, csv); });
+    QVERIFY(scrollAndClick(scroll, panel->findChild<QPushButton*>("exportCsv")));
+    QVERIFY2(save.wait(), qPrintable(save.error()));
+    QVERIFY(waitUntil([&] { return QFile::exists(csv); }, "the CSV file"));
+    QFile f(csv);
+    QVERIFY(f.open(QIODevice::ReadOnly));
+    const QStringList lines = QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
+    QCOMPARE(lines.size(), 3);
+    QCOMPARE(lines[0], QString("Venue / method,Status,1-stream tok/s,c=1 tok/s,c=4 tok/s,Best aggregate tok/s,"
+                               "Best at concurrency,$/M output,Collapse,Error"));
+    const QStringList done = lines[1].split(',');
+    QCOMPARE(done[0], QString("demo runtime LoRA"));
+    QCOMPARE(done[1], QString("done"));
+    for (int c = 2; c <= 6; ++c) {  // 1-stream, c=1, c=4, best, best at
+      bool ok = false;
+      done[c].toDouble(&ok);
+      QVERIFY2(ok, qPrintable(QString("CSV cell '%1' is not a number").arg(done[c])));
+    }
+    QVERIFY(lines[2].startsWith("wrong model,failed,,,,,,"));
+
+    // Stop server (the child is gone); then a new lab: no stale adapter name in Model.
+    const qint64 pid = panel->server()->processId();
+    QVERIFY(alive(pid));
+    QVERIFY(chooseInCombo(panel->findChild<QComboBox*>("endpointKind"), "Local server (crosslab-cli serve)"));
+    QSignalSpy stopped(panel->server(), &backends::LocalServeProcess::stopped);
+    QVERIFY(scrollAndClick(scroll, stopServer));
+    QVERIFY(stopped.wait(kWaitMs));
+    QVERIFY(waitUntil([&] { return !alive(pid); }, "the server child to be gone"));
+    QVERIFY(typeInto(model, ""));
+    QVERIFY(toggleItem(adapters, 0));  // unticked
+    QVERIFY(toggleItem(adapters, 0));  // ticked again: the field follows
+    QCOMPARE(model->text(), QString("demo-lora"));
+    const QString fresh = lab.file("fresh-lab");
+    DialogDriver folder("QFileDialog", [&](QWidget* d) { return typePathInFileDialog(d, fresh); });
+    DialogDriver name("QInputDialog", [&](QWidget* d) { return clickButton(d, "OK"); });
+    QVERIFY(chooseMenu(window.get(), "Lab", "New Lab…"));
+    QVERIFY2(folder.wait(), qPrintable(folder.error()));
+    QVERIFY2(name.wait(), qPrintable(name.error()));
+    QVERIFY(waitUntil([&] { return window->session()->path() == fresh; }, "the new lab to be open"));
+    QCOMPARE(model->text(), QString());
+    QCOMPARE(adapters->count(), 0);
+    QCOMPARE(panel->results()->rowCount(), 0);
+    QVERIFY(chooseMenu(window.get(), "Lab", "Quit"));
+    QVERIFY(waitUntil([&] { return !window->isVisible(); }, "the window to close"));
+    window.reset();
+
+    QCOMPARE(integrityCheck(lab.path()), QString("ok"));
+    QStringList failed = labQuery(lab.path(),
+                                  "SELECT status || ' | ' || error || ' | ' || (SELECT count(*) FROM benchmark_levels "
+                                  "WHERE benchmark_id = b.id) FROM benchmarks b WHERE label = 'wrong model'");
+    QCOMPARE(failed.size(), 1);
+    QVERIFY2(failed[0].startsWith("failed | ") && failed[0].contains("404") && failed[0].endsWith(" | 0"),
+             qPrintable(failed[0]));  // no 0.0 tok/s "measurement"
+  }
+};
+
+QTEST_MAIN(TestJourneyBenchmarkAnAdapter)
+#include "test_journey_benchmark_an_adapter.moc"
