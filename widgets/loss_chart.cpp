@@ -231,6 +231,7 @@ double LossChart::logBase(double lo, double hi) {
 }
 
 QStringList LossChart::legendNames(const QStringList& labels, int maxChars) {
+  const QString ellipsis(QChar(0x2026));
   QStringList out;
   for (int i = 0; i < labels.size(); ++i) {
     const QString& l = labels[i];
@@ -242,22 +243,24 @@ QStringList LossChart::legendNames(const QStringList& labels, int maxChars) {
       differ = std::max(differ, k);
     }
     QString name = l;
-    if (name.size() > maxChars) {
-      const int keepHead = 5;
-      const int from = std::max(keepHead + 1, std::min<int>(differ - 2, int(l.size()) - (maxChars - keepHead - 1)));
-      name = l.left(keepHead) + QChar(0x2026) + l.mid(from);
-      if (name.size() > maxChars) name = name.left(maxChars - 1) + QChar(0x2026);
+    if (labels.size() > 1 && differ > 4) {
+      // Runs compared together: the prefix they share is the same for all; keep what differs
+      // ("lora-20261130-223344" and "…-223512" -> "…223344", "…223512"), at least 6 characters.
+      const int from = std::max(0, std::min<int>(differ, int(l.size()) - 6));
+      if (from > 1) name = ellipsis + l.mid(from);
     }
+    if (name.size() > maxChars) name = name.left(maxChars / 2) + ellipsis + name.right(maxChars - maxChars / 2 - 1);
     out << name;
   }
-  for (int i = 0; i < out.size(); ++i)  // still equal (labels that differ only beyond the cut): number them
+  for (int i = 0; i < out.size(); ++i)  // still equal (labels that differ only where they were cut): number them
     for (int j = i + 1; j < out.size(); ++j)
       if (out[i] == out[j]) out[j] += QString(" #%1").arg(j + 1);
   return out;
 }
 
-// One legend entry per run (its smoothed curve, named so that runs can be told apart), an
-// eval entry only for a run that has eval loss, and the learning rate once.
+// One legend entry per run (its smoothed curve, named so that runs can be told apart) and
+// an eval entry only for a run that has eval loss. The learning rate is named by its axis
+// (and dashed), so its entry would only take room the run names need.
 void LossChart::updateLegend() {
   QStringList labels;
   for (qint64 id : order_) labels << series_[id].label;
@@ -271,6 +274,8 @@ void LossChart::updateLegend() {
     const bool hasEval = std::any_of(s.data.begin(), s.data.end(), [](const MetricPoint& p) { return p.evalLoss.has_value(); });
     for (auto* m : legend->markers(s.loss)) m->setVisible(false);  // faint raw line: same colour as its smoothed one
     for (auto* m : legend->markers(s.eval)) m->setVisible(hasEval);
+    if (s.lr)
+      for (auto* m : legend->markers(s.lr)) m->setVisible(false);
   }
 }
 
@@ -347,7 +352,7 @@ void LossChart::rebuildAxes() {
   y_->setTitleText(tr("loss"));
   yLr_ = new QValueAxis();
   yLr_->setTitleText(tr("learning rate"));
-  yLr_->setLabelFormat("%.1e");
+  yLr_->setLabelFormat("%.0e");  // "3e-03": short enough for a narrow chart
   chart()->addAxis(x_, Qt::AlignBottom);
   chart()->addAxis(y_, Qt::AlignLeft);
   chart()->addAxis(yLr_, Qt::AlignRight);

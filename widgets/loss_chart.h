@@ -76,7 +76,8 @@ class LossChart : public QChartView {
   // not hold it up at any smoothing.
   static QVector<QPointF> ema(const QVector<QPointF>& points, double alpha);
   // Legend names for runs compared together: short enough not to be cut by the legend,
-  // and distinct (a long shared prefix such as "lora-20261130-" is folded to "…").
+  // and distinct: the prefix they share is folded to "…" ("…223344", "…223512"); a name
+  // still longer than maxChars loses its middle.
   static QStringList legendNames(const QStringList& labels, int maxChars = 18);
   // Log-axis base giving at least three labelled ticks between lo and hi (> 0): 10 when
   // the data spans decades, else 2, √2, 2^¼ … as the span narrows.

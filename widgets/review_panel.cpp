@@ -228,9 +228,10 @@ QWidget* ReviewPanel::buildBottom() {
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  // Room for the header and three models, so that no model's row is cut at 1024×700.
+  // Room for the header and two models whole (more scroll), so that no row is cut in half.
   const int rowHeight = fontMetrics().height() + 8;
-  table_->setMinimumHeight(table_->horizontalHeader()->sizeHint().height() + 3 * rowHeight + 4);
+  table_->verticalHeader()->setDefaultSectionSize(rowHeight);
+  table_->setMinimumHeight(table_->horizontalHeader()->sizeHint().height() + 2 * rowHeight + 2 * table_->frameWidth());
   v->addWidget(table_, 1);
   agreement_ = new QLabel;
   agreement_->setWordWrap(true);

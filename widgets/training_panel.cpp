@@ -95,8 +95,10 @@ TrainingPanel::TrainingPanel(backends::LabSession* session, QWidget* parent)
   smoothing_->setValue(int(chart_->smoothing() * 100));
   connect(smoothing_, &QSlider::valueChanged, this, [this](int v) { chart_->setSmoothing(v / 100.0); });
   logScale_ = new QCheckBox(tr("Log scale"), this);
+  logScale_->setObjectName("logScale");
   connect(logScale_, &QCheckBox::toggled, chart_, &LossChart::setLogScale);
   align_ = new QComboBox(this);
+  align_->setObjectName("align");
   align_->addItems({tr("by step"), tr("by epoch")});
   connect(align_, qOverload<int>(&QComboBox::currentIndexChanged), this,
           [this](int i) { chart_->setAlign(i == 0 ? LossChart::Align::Step : LossChart::Align::Epoch); });
