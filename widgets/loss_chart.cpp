@@ -1,5 +1,6 @@
 #include "widgets/loss_chart.h"
 
+#include <QGraphicsLayout>
 #include <QLegendMarker>
 #include <QMetaObject>
 #include <QToolTip>
@@ -277,6 +278,9 @@ void LossChart::updateLegend() {
     if (s.lr)
       for (auto* m : legend->markers(s.lr)) m->setVisible(false);
   }
+  // A marker's visibility does not lay the legend out again: an entry shown after it was
+  // laid out hidden (eval loss arriving later) would keep the empty text it was cut to.
+  if (legend->layout()) legend->layout()->invalidate();
 }
 
 QStringList LossChart::legendLabels() const {

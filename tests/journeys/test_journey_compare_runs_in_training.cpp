@@ -82,12 +82,15 @@ class TestJourneyCompareRunsInTraining : public QObject {
     QVERIFY2(open.wait(), qPrintable(open.error()));
     QVERIFY(showPanel(window.get(), "Training"));
 
-    // Two runs from a shell while the window is open: A with eval loss and a learning rate
-    // that makes the loss fall, B stopped after its first step.
+    // Two runs from a shell while the window is open: A with eval loss, and a learning rate
+    // and batch that make its (seeded) loss fall clear of the noise; B stopped after its
+    // first step.
     const QStringList common{"train", "--model", lab.file("models/demo-base"), "--data", lab.file("data/demo_train.json"),
                              "--lab", lab.path(), "--logging-steps", "1", "--threads", "1"};
     auto a = runCliBesideWindow(common + QStringList{"--out", lab.file("runs/" + kRunA), "--max-steps", "24",
-                                                     "--learning-rate", "3e-3", "--val-size", "0.1", "--eval-steps", "8"});
+                                                     "--learning-rate", "5e-3", "--lr-scheduler-type", "constant", "--warmup-ratio", "0",
+                                                     "--per-device-train-batch-size", "4", "--num-train-epochs", "100",
+                                                     "--val-size", "0.1", "--eval-steps", "8"});
     QVERIFY2(a.code == 0, a.err.constData());
     auto b = runCliBesideWindow(common + QStringList{"--out", lab.file("runs/" + kRunB), "--max-steps", "1"});
     QVERIFY2(b.code == 0, b.err.constData());
