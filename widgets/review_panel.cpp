@@ -21,6 +21,8 @@
 #include <QTreeView>
 #include <QVBoxLayout>
 
+#include <algorithm>
+
 #include "backends/lab_session.h"
 #include "core/store/lab_store.h"
 #include "widgets/file_dialogs.h"
@@ -228,11 +230,8 @@ QWidget* ReviewPanel::buildBottom() {
   table_->setEditTriggers(QAbstractItemView::NoEditTriggers);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->verticalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
-  // Room for the header and two models whole (more scroll), so that no row is cut in half.
-  const int rowHeight = fontMetrics().height() + 8;
-  table_->verticalHeader()->setDefaultSectionSize(rowHeight);
-  table_->setMinimumHeight(table_->horizontalHeader()->sizeHint().height() + 2 * rowHeight + 2 * table_->frameWidth());
   v->addWidget(table_, 1);
+  fitTableHeight();
   agreement_ = new QLabel;
   agreement_->setWordWrap(true);
   agreement_->setTextFormat(Qt::PlainText);
@@ -454,6 +453,7 @@ void ReviewPanel::refreshTable() {
       table_->setItem(r, c, item);
     }
   agreement_->setText(grid.agreement);
+  fitTableHeight();
 }
 
 void ReviewPanel::clearTable() {
@@ -461,22 +461,51 @@ void ReviewPanel::clearTable() {
   table_->setRowCount(0);
   table_->setColumnCount(0);
   agreement_->clear();
+  fitTableHeight();
 }
 
-// The question takes the width the models leave; each model column is as wide as its
-// four dots (its name, elided in the header, in full in the header's tooltip).
+// The instruments table keeps room for its header and up to three models' rows whole (two
+// while it is empty), plus the horizontal scroll bar when its columns are wider than it is:
+// more models scroll, none is cut in half. Measured from the filled table (an empty
+// header has no height), again when the table's width changes.
+void ReviewPanel::fitTableHeight() {
+  auto* columns = table_->horizontalHeader();
+  auto* rows = table_->verticalHeader();
+  table_->resizeColumnsToContents();
+  table_->resizeRowsToContents();
+  const int rowHeight = table_->rowCount() > 0 ? rows->sectionSize(0) : rows->defaultSectionSize();
+  const int headerHeight = table_->columnCount() > 0 ? columns->sizeHint().height() : rowHeight;
+  int height = headerHeight + std::max(2, std::min(3, table_->rowCount())) * rowHeight + 2 * table_->frameWidth();
+  const int contentWidth = rows->sizeHint().width() + columns->length() + 2 * table_->frameWidth();
+  if (table_->columnCount() > 0 && contentWidth > table_->width())
+    height += table_->style()->pixelMetric(QStyle::PM_ScrollBarExtent, nullptr, table_);
+  if (height != table_->minimumHeight()) table_->setMinimumHeight(height);
+}
+
+// The question takes the width the models leave. Each model column shows the model's name
+// in full when the question keeps at least half the list (and 240 px); else it is as wide
+// as its four dots, with its name elided in the header (in full in the header's tooltip).
 void ReviewPanel::fitQuestionColumns() {
   auto* header = questions_->header();
   if (header->count() == 0) return;
   header->setSectionResizeMode(0, QHeaderView::Stretch);
   const int dots = ReviewModel::kDotsWidth + 2 * questions_->style()->pixelMetric(QStyle::PM_FocusFrameHMargin) + 12;
-  const int textRoom = dots - 2 * questions_->style()->pixelMetric(QStyle::PM_HeaderMargin) - 2;
+  const int margins = 2 * questions_->style()->pixelMetric(QStyle::PM_HeaderMargin) + 2;
+  QStringList names;
+  int fullWidth = 0;
+  for (int c = 1; c < header->count(); ++c) {
+    names << model_->headerData(c, Qt::Horizontal, Qt::ToolTipRole).toString();
+    fullWidth += std::max(dots, header->fontMetrics().horizontalAdvance(names.back()) + margins + 8);
+  }
+  const int room = questions_->viewport()->width();
+  const bool full = room - fullWidth >= std::max(240, room / 2);
   QStringList labels;  // names that do not fit lose their start ("…base", "…lora"): they differ at the end more often
   for (int c = 1; c < header->count(); ++c) {
+    const QString& name = names[c - 1];
+    const int width = full ? std::max(dots, header->fontMetrics().horizontalAdvance(name) + margins + 8) : dots;
     header->setSectionResizeMode(c, QHeaderView::Fixed);
-    header->resizeSection(c, dots);
-    labels << header->fontMetrics().elidedText(model_->headerData(c, Qt::Horizontal, Qt::ToolTipRole).toString(),
-                                               Qt::ElideLeft, textRoom);
+    header->resizeSection(c, width);
+    labels << (full ? name : header->fontMetrics().elidedText(name, Qt::ElideLeft, dots - margins));
   }
   model_->setModelHeaderLabels(labels);
 }
@@ -540,6 +569,10 @@ bool ReviewPanel::handleKey(int key) {
 }
 
 bool ReviewPanel::eventFilter(QObject* watched, QEvent* event) {
+  if (event->type() == QEvent::Resize) {
+    if (watched == questions_->viewport()) fitQuestionColumns();
+    else if (watched == table_) fitTableHeight();
+  }
   if (event->type() == QEvent::KeyPress && watched != comment_) {
     auto* k = static_cast<QKeyEvent*>(event);
     if ((k->modifiers() & ~(Qt::KeypadModifier | Qt::ShiftModifier)) == Qt::NoModifier && handleKey(k->key())) return true;

@@ -85,6 +85,7 @@ class ReviewPanel : public QWidget {
   void renderTitles();
   void refreshTable();
   void clearTable();
+  void fitTableHeight();
   void fitQuestionColumns();
   void fillModelCombos();
   void chooseEval();

@@ -82,6 +82,23 @@ json writeThirdModel(const QString& evalPath, const QString& outPath) {
   return {{"samples", n}, {"exact", exact}, {"fuzzy", fuzzy}, {"fabricated", fabricated}};
 }
 
+// Every model's row of the instruments table is whole on screen: none cut in half, none
+// scrolled away.
+bool rowsWhole(QTableWidget* t) {
+  for (int r = 0; r < t->rowCount(); ++r) {
+    const int top = t->verticalHeader()->sectionViewportPosition(r);
+    if (top < 0 || top + t->verticalHeader()->sectionSize(r) > t->viewport()->height()) return false;
+  }
+  return t->rowCount() > 0;
+}
+
+QString rowsOnScreen(QTableWidget* t) {
+  return QString("%1 rows of %2 px in a viewport of %3 px")
+      .arg(t->rowCount())
+      .arg(t->rowCount() ? t->verticalHeader()->sectionSize(0) : 0)
+      .arg(t->viewport()->height());
+}
+
 bool pressKey(QWidget* w, Qt::Key key) {
   w->setFocus();
   QTest::keyClick(w, key);
@@ -145,6 +162,7 @@ class TestJourneyCompareModelsInReview : public QObject {
       QCOMPARE(cell(table, m, "human"), QString("–"));
       QVERIFY2(cell(table, m, "format accepted").contains("%"), qPrintable(cell(table, m, "format accepted")));
     }
+    QVERIFY(waitUntil([&] { return rowsWhole(table); }, "both models' rows whole at 1024x700 (" + rowsOnScreen(table) + ")"));
     auto* agreement = panel->agreementLabel();
     QVERIFY2(agreement->text().startsWith("format accepted vs quotes accepted: κ"), qPrintable(agreement->text()));
 
@@ -166,6 +184,7 @@ class TestJourneyCompareModelsInReview : public QObject {
     QCOMPARE(cell(table, "demo-third", "quotes exact"), QString("%1/%2").arg(built["exact"].get<int>()).arg(quotes));
     QCOMPARE(cell(table, "demo-third", "fuzzy"), QString("%1/%2").arg(built["fuzzy"].get<int>()).arg(quotes));
     QCOMPARE(cell(table, "demo-third", "fabricated"), QString("%1/%2").arg(built["fabricated"].get<int>()).arg(quotes));
+    QVERIFY(waitUntil([&] { return rowsWhole(table); }, "the three models' rows whole at 1024x700 (" + rowsOnScreen(table) + ")"));
 
     // Compare demo-base with the third model: the verdict given on demo-lora is not this pair's.
     QVERIFY(chooseInCombo(panel->modelCombo(1), "demo-third"));
@@ -201,6 +220,20 @@ class TestJourneyCompareModelsInReview : public QObject {
                qPrintable(QString("model column %1 is cut off").arg(c)));
     }
     QVERIFY2(header->sectionSize(0) >= 120, qPrintable(QString("question column %1 px").arg(header->sectionSize(0))));
+    // At 1920x1080 there is room: every model's header reads its whole name.
+    window->resize(1920, 1080);
+    const QStringList fullNames{"demo-base", "demo-lora", "demo-third"};
+    auto headerNames = [&] {
+      QStringList out;
+      for (int c = 1; c < header->count(); ++c) out << questions->model()->headerData(c, Qt::Horizontal).toString();
+      return out;
+    };
+    QVERIFY(waitUntil([&] { return headerNames() == fullNames; }, "whole model names at 1920x1080 (" + headerNames().join(", ") + ")"));
+    for (int c = 1; c < header->count(); ++c)
+      QVERIFY2(header->sectionSize(c) >= header->fontMetrics().horizontalAdvance(fullNames[c - 1]),
+               qPrintable(QString("column %1 is %2 px").arg(c).arg(header->sectionSize(c))));
+    window->resize(1024, 700);
+    QVERIFY(waitUntil([&] { return headerNames() != fullNames; }, "the names folded again at 1024x700"));
 
     // Lab → New Lab… (the folder dialog, the name dialog): nothing of the demo lab stays.
     const QString fresh = lab.file("fresh-lab");
