@@ -175,6 +175,7 @@ class TestReport : public QObject {
              {1, 3.2, 3.2, ""}, {4, 12.1, 3.0, ""}, {8, 5.6, 0.7, "per-stream 0.7 tok/s < 0.25 x 1-stream"}}) {
       bench::LevelResult l;
       l.context.maxConcurrency = c;
+      l.completed = 2 * c;  // a level that completed nothing is no measurement (BenchStore drops it)
       l.outputThroughput = agg;
       l.perStreamTokS = per;
       l.collapse = collapse;
