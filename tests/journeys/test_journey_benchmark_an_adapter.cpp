@@ -101,6 +101,10 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     auto* model = waitFor<QLineEdit>(panel, "model");
     QCOMPARE(model->text(), QString("demo-lora"));
 
+    // The demo lab comes with its own sweeps (merged and runtime LoRA): ours are added after them.
+    auto* results = panel->results();
+    const int before = labQuery(lab.path(), "SELECT count(*) FROM benchmarks").value(0).toInt();
+    QVERIFY(waitUntil([&] { return results->rowCount() == before; }, "the lab's sweeps in the table"));
     QVERIFY(typeInto(waitFor<QLineEdit>(panel, "levels"), "1,4"));
     QVERIFY(typeIntoSpin(panel->findChild<QSpinBox*>("numPrompts"), 8));
     QVERIFY(typeIntoSpin(panel->findChild<QSpinBox*>("outputLen"), 48));
@@ -128,12 +132,12 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
              qPrintable(QString("axis 0..%1 for rates up to %2").arg(range.y()).arg(top)));
 
     // The table and the lab: the adapter was measured.
-    auto* results = panel->results();
-    QCOMPARE(results->rowCount(), 1);
-    QCOMPARE(results->data(results->index(0, 1)).toString(), QString("done"));
-    QVERIFY(results->throughputAt(0, 4) > 0);
+    QCOMPARE(results->rowCount(), before + 1);
+    QCOMPARE(results->data(results->index(before, 0)).toString(), QString("demo runtime LoRA"));
+    QCOMPARE(results->data(results->index(before, 1)).toString(), QString("done"));
+    QVERIFY(results->throughputAt(before, 4) > 0);
     QCOMPARE(labQuery(lab.path(), "SELECT model || ' ' || status || ' ' || (SELECT count(*) FROM benchmark_levels "
-                                  "WHERE benchmark_id = b.id) FROM benchmarks b ORDER BY id"),
+                                  "WHERE benchmark_id = b.id) FROM benchmarks b WHERE label = 'demo runtime LoRA'"),
              QStringList{"demo-lora done 2"});
 
     // A sweep against a model the server does not serve: HTTP 404, recorded as failed.
@@ -148,14 +152,15 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     QVERIFY2(panel->status().startsWith("Sweep failed:") && panel->status().contains("404"), qPrintable(panel->status()));
     QCOMPARE(panel->findChild<QLabel*>("levelLabel")->text(), QString("failed"));
     QVERIFY(!progress->isTextVisible());  // no percentage of a sweep that measured nothing
-    QVERIFY(waitUntil([&] { return results->rowCount() == 2; }, "the failed sweep's row"));
-    QCOMPARE(results->data(results->index(1, 0)).toString(), QString("wrong model"));
-    QCOMPARE(results->data(results->index(1, 1)).toString(), QString("failed"));
-    const QString notes = results->data(results->index(1, results->columnCount() - 1)).toString();
+    const int wrong = before + 1;
+    QVERIFY(waitUntil([&] { return results->rowCount() == wrong + 1; }, "the failed sweep's row"));
+    QCOMPARE(results->data(results->index(wrong, 0)).toString(), QString("wrong model"));
+    QCOMPARE(results->data(results->index(wrong, 1)).toString(), QString("failed"));
+    const QString notes = results->data(results->index(wrong, results->columnCount() - 1)).toString();
     QVERIFY2(notes.contains("404"), qPrintable(notes));
     for (int c = 2; c < results->columnCount() - 1; ++c)
-      QVERIFY2(results->data(results->index(1, c)).toString().isEmpty(),
-               qPrintable(QString("failed sweep shows a figure in column %1: %2").arg(c).arg(results->data(results->index(1, c)).toString())));
+      QVERIFY2(results->data(results->index(wrong, c)).toString().isEmpty(),
+               qPrintable(QString("failed sweep shows a figure in column %1: %2").arg(c).arg(results->data(results->index(wrong, c)).toString())));
 
     // CSV through the real save dialog: every figure cell is a number (or empty).
     const QString csv = lab.file("bench.csv");
@@ -166,18 +171,23 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     QFile f(csv);
     QVERIFY(f.open(QIODevice::ReadOnly));
     const QStringList lines = QString::fromUtf8(f.readAll()).split('\n', Qt::SkipEmptyParts);
-    QCOMPARE(lines.size(), 3);
-    QCOMPARE(lines[0], QString("Venue / method,Status,1-stream tok/s,c=1 tok/s,c=4 tok/s,Best aggregate tok/s,"
+    QCOMPARE(lines.size(), 1 + wrong + 1);
+    // A column per concurrency any sweep measured (the demo's 16 too), then the summary.
+    QCOMPARE(lines[0], QString("Venue / method,Status,1-stream tok/s,c=1 tok/s,c=4 tok/s,c=16 tok/s,Best aggregate tok/s,"
                                "Best at concurrency,$/M output,Collapse,Error"));
-    const QStringList done = lines[1].split(',');
+    const QStringList header = lines[0].split(',');
+    const QStringList done = lines[1 + before].split(',');
+    QCOMPARE(done.size(), header.size());
     QCOMPARE(done[0], QString("demo runtime LoRA"));
     QCOMPARE(done[1], QString("done"));
-    for (int c = 2; c <= 6; ++c) {  // 1-stream, c=1, c=4, best, best at
+    for (const QString column : {"1-stream tok/s", "c=1 tok/s", "c=4 tok/s", "Best aggregate tok/s", "Best at concurrency"}) {
+      const QString cell = done[header.indexOf(column)];
       bool ok = false;
-      done[c].toDouble(&ok);
-      QVERIFY2(ok, qPrintable(QString("CSV cell '%1' is not a number").arg(done[c])));
+      cell.toDouble(&ok);
+      QVERIFY2(ok, qPrintable(QString("CSV cell %1 '%2' is not a number").arg(column, cell)));
     }
-    QVERIFY(lines[2].startsWith("wrong model,failed,,,,,,"));
+    QVERIFY(done[header.indexOf("c=16 tok/s")].isEmpty());  // not measured by this sweep
+    QVERIFY(lines[1 + wrong].startsWith("wrong model,failed,,,,,,,"));
 
     // Stop server (the child is gone); then a new lab: no stale adapter name in Model.
     const qint64 pid = panel->server()->processId();
