@@ -1,15 +1,20 @@
 #include "widgets/training_panel.h"
 
+#include <QItemSelection>
+#include <QSignalBlocker>
+
 #include <QCheckBox>
 #include <QComboBox>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QItemSelection>
 #include <QLabel>
 #include <QLineEdit>
 #include <QMessageBox>
 #include <QPlainTextEdit>
 #include <QProgressBar>
 #include <QPushButton>
+#include <QSignalBlocker>
 #include <QSlider>
 #include <QSortFilterProxyModel>
 #include <QSplitter>
@@ -219,7 +224,25 @@ void TrainingPanel::selectRun(qint64 runId) {
 void TrainingPanel::poll() {
   if (!session_->isOpen()) return;
   markOrphanedRuns();
-  model_->refresh();
+  // A run that appears or goes (another process wrote the lab) resets the list: the runs the
+  // user selected stay selected, and the chart keeps them without a reload.
+  const auto kept = selectedRuns();
+  {
+    const QSignalBlocker quiet(table_->selectionModel());
+    model_->refresh();
+    if (!kept.isEmpty() && selectedRuns() != kept) {
+      QItemSelection again;
+      for (qint64 id : kept) {
+        const int row = model_->rowOfRun(id);
+        if (row < 0) continue;
+        const QModelIndex at = proxy_->mapFromSource(model_->index(row, 0));
+        again.select(at, at);
+      }
+      table_->selectionModel()->select(again, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    }
+  }
+  table_->viewport()->update();
+  if (selectedRuns() != kept) onSelectionChanged();  // a selected run left the lab
   if (!autoSelected_ && model_->rowCount() > 0 && selectedRuns().isEmpty()) {
     autoSelected_ = true;
     table_->resizeColumnsToContents();

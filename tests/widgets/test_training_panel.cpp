@@ -217,6 +217,44 @@ class TestTrainingPanel : public QObject {
     QCOMPARE(panel.chart()->totalLossPoints(b), 6);
   }
 
+  // A run that another process adds (a shell's train) resets the list; the two runs the user
+  // had picked with the mouse stay picked, and both curves stay on the chart.
+  void aNewRunFromElsewhereKeepsTheSelection() {
+    auto session = openLab();
+    widgets::TrainingPanel panel(session.get());
+    panel.resize(1024, 700);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    auto runs = session->store()->runs();
+    const auto a = runs.requestCreate(newRun("spark", 111));
+    const auto b = runs.requestCreate(newRun("mi300x", 111));
+    runs.requestCreate(newRun("third", 111));
+    runs.appendMetrics(a, rows(1, 4));
+    runs.appendMetrics(b, rows(1, 6));
+    panel.poll();
+    auto* table = panel.table();
+    auto click = [&](qint64 id, Qt::KeyboardModifiers mods) {
+      for (int r = 0; r < table->model()->rowCount(); ++r)
+        if (table->model()->index(r, 0).data(widgets::RunsModel::RunIdRole).toLongLong() == id) {
+          QTest::mouseClick(table->viewport(), Qt::LeftButton, mods, table->visualRect(table->model()->index(r, 0)).center());
+          return true;
+        }
+      return false;
+    };
+    QVERIFY(click(a, Qt::NoModifier));
+    QVERIFY(click(b, Qt::ControlModifier));
+    auto sorted = [](QList<qint64> v) { std::sort(v.begin(), v.end()); return v; };
+    QCOMPARE(sorted(panel.selectedRuns()), (QList<qint64>{a, b}));
+    runs.requestCreate(newRun("from-a-shell", 111));  // the row set changes: the model resets
+    panel.poll();
+    QCOMPARE(table->model()->rowCount(), 4);
+    QCOMPARE(sorted(panel.selectedRuns()), (QList<qint64>{a, b}));
+    panel.chart()->flush();
+    QCOMPARE(panel.chart()->runs().size(), 2);
+    QCOMPARE(panel.chart()->totalLossPoints(a), 4);
+    QCOMPARE(panel.chart()->totalLossPoints(b), 6);
+  }
+
   void filterNarrowsTheList() {
     auto session = openLab();
     widgets::TrainingPanel panel(session.get());
