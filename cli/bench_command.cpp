@@ -8,6 +8,8 @@
 #include <filesystem>
 #include <fstream>
 #include <iomanip>
+#include <mutex>
+#include <optional>
 #include <ostream>
 #include <sstream>
 #include <thread>
@@ -172,9 +174,19 @@ class CliListener : public SweepListener {
           {"planned", t.planned}, {"in_flight", t.inFlight}, {"decoding", t.decoding}});
   }
   void onRequestDone(int c, const bench::RequestRecord& r) override {
+    if (r.success) {  // the sweep's first token: when the first successful stream's first chunk came
+      const std::lock_guard lock(firstMutex_);
+      const double at = ledger::epochNow() - std::max(0.0, r.latencyS - r.ttftS);
+      if (!firstToken_ || at < *firstToken_) firstToken_ = at;
+    }
     if (json_)
       emit({{"event", "request"}, {"concurrency", c}, {"ok", r.success}, {"t", r.startS + r.latencyS},
             {"ttft_ms", r.ttftS * 1000}, {"error", r.error}});
+  }
+  // Epoch seconds of the first token any request of the sweep received; none when none did.
+  std::optional<double> firstToken() const {
+    const std::lock_guard lock(firstMutex_);
+    return firstToken_;
   }
   void onLevelDone(const bench::LevelResult& l) override {
     if (onLevel) onLevel(l);
@@ -204,6 +216,8 @@ class CliListener : public SweepListener {
   std::ostream& out_;
   bool json_;
   double lastTick_ = -1;
+  mutable std::mutex firstMutex_;
+  std::optional<double> firstToken_;
 };
 
 std::vector<cli::OptionSpec> benchOptions() {
@@ -307,6 +321,12 @@ int runBench(const Args& args, cli::Context& ctx) {
     ledger::LifeRecorder(*lab).workEnded(*workId, work, ledger::epochNow(),
                                          failed ? result.failure : result.stoppedReason);
   }
+  // The box life's first token (the timeline's "first token" milestone, once per life): when
+  // the first measured stream of this sweep received its first chunk.
+  if (box)
+    if (const auto first = listener.firstToken())
+      venues::VenueStore(*lab).noteLifeMilestone(*box, venues::milestone::kFirstToken, "bench sweep " + label,
+                                                 venues::formatUtc(*first));
   if (lab) {
     const auto status = failed ? bench::SweepStatus::Failed : stoppedByUser ? bench::SweepStatus::Stopped : bench::SweepStatus::Done;
     bench::BenchStore(*lab).end(*benchId, status, failed ? result.failure : result.stoppedReason);

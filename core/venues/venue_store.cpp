@@ -262,13 +262,16 @@ bool VenueStore::noteMilestoneOnce(const std::string& venue, const std::string& 
   return true;
 }
 
-bool VenueStore::noteLifeMilestone(const BoxRow& box, const std::string& milestone, const std::string& note) {
+bool VenueStore::noteLifeMilestone(const BoxRow& box, const std::string& milestone, const std::string& note,
+                                   const std::string& atIso) {
+  if (!atIso.empty() && !parseUtc(atIso)) throw std::invalid_argument("not an ISO-8601 UTC time: " + atIso);
   auto& db = lab_.db();
   store::Transaction tx(db);
   auto st = db.prepare("SELECT count(*) FROM timeline WHERE box_id = ? AND milestone = ?");
   st.bind(1, box.id).bind(2, milestone);
   if (st.step() && st.int64(0) > 0) return false;
-  addMilestoneTx(box.venue.empty() ? box.name : box.venue, milestone, store::utcNow(), note, box.id, "crosslab");
+  addMilestoneTx(box.venue.empty() ? box.name : box.venue, milestone, atIso.empty() ? store::utcNow() : atIso, note,
+                 box.id, "crosslab");
   tx.commit();
   return true;
 }

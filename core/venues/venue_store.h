@@ -109,8 +109,10 @@ class VenueStore {
   // (once per box life: "ssh ready" on the first successful login). True when recorded.
   bool noteMilestoneOnce(const std::string& venue, const std::string& milestone, const std::string& sinceIso);
   // Once per box life: records `milestone` for the box's venue, tied to the
-  // life, unless that life already has it. True when recorded.
-  bool noteLifeMilestone(const BoxRow& box, const std::string& milestone, const std::string& note = {});
+  // life, unless that life already has it. At `atIso` (ISO-8601 UTC) when given, else now.
+  // True when recorded.
+  bool noteLifeMilestone(const BoxRow& box, const std::string& milestone, const std::string& note = {},
+                         const std::string& atIso = {});
 
   // Records activity on a box (resets the idle clock) without a run.
   void touchBox(std::int64_t boxId, const std::string& type, const std::string& message);

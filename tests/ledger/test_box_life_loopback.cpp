@@ -88,6 +88,17 @@ class TestBoxLifeLoopback : public QObject {
              "1", "--num-prompts", "4", "--output-len", "16", "--input-len", "16", "--lab", home_.filePath("home"),
              "--box", "loop", "--label", "loop standin"});
     QVERIFY2(r.code == 0, r.err.constData());
+    // The sweep gave the life its first token: the timeline holds it once, tied to the box.
+    QCOMPARE(cli({"bench", "--url", "http://127.0.0.1:" + QString::number(local), "--model", "standin", "--concurrency",
+                  "1", "--num-prompts", "2", "--output-len", "8", "--input-len", "8", "--lab", home_.filePath("home"),
+                  "--box", "loop", "--label", "again"}).code, 0);
+    r = cli({"venues", "timeline", "loop", "--json"});
+    QCOMPARE(r.code, 0);
+    QStringList firstTokens;
+    for (const auto& m : QJsonDocument::fromJson(r.out).object().value("milestones").toArray())
+      if (m.toObject().value("milestone").toString() == "first token")
+        firstTokens << m.toObject().value("note").toString();
+    QCOMPARE(firstTokens, QStringList({"bench sweep loop standin"}));  // the first sweep's, once
     serve.terminate();
     QVERIFY(serve.waitForFinished(60000));
     QCOMPARE(serve.exitCode(), 0);
@@ -102,7 +113,7 @@ class TestBoxLifeLoopback : public QObject {
     QStringList work;
     for (const auto& w : exported.value("work").toArray())
       work << w.toObject().value("kind").toString() + ":" + w.toObject().value("status").toString();
-    QCOMPARE(work, QStringList({"train:finished", "serve:finished", "bench:finished"}));
+    QCOMPARE(work, QStringList({"train:finished", "serve:finished", "bench:finished", "bench:finished"}));
     // The ledger, from what was recorded: no import, no hand entry.
     r = cli({"ledger", "--json"});
     QCOMPARE(r.code, 0);
@@ -124,7 +135,7 @@ class TestBoxLifeLoopback : public QObject {
     QVERIFY(transfers[1].toObject().value("what").toString().startsWith("run folder"));
     // The sweep's benchmark row names the box.
     r = cli({"lab", "info", home_.filePath("home"), "--json"});
-    QCOMPARE(QJsonDocument::fromJson(r.out).object().value("counts").toObject().value("benchmarks").toInt(), 1);
+    QCOMPARE(QJsonDocument::fromJson(r.out).object().value("counts").toObject().value("benchmarks").toInt(), 2);
   }
 };
 
