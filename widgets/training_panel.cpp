@@ -1,7 +1,6 @@
 #include "widgets/training_panel.h"
 
-#include <QItemSelection>
-#include <QSignalBlocker>
+#include <algorithm>
 
 #include <QCheckBox>
 #include <QComboBox>
@@ -92,6 +91,31 @@ TrainingPanel::TrainingPanel(backends::LabSession* session, QWidget* parent)
   table_->verticalHeader()->setDefaultSectionSize(fontMetrics().height() + 8);
   table_->setToolTip(tr("Select several runs to compare their curves."));
   connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &TrainingPanel::onSelectionChanged);
+  // A run that appears or goes (another process wrote the lab, whoever asked the list to
+  // refresh) resets the list: the runs the user selected stay selected, and the chart keeps
+  // them without a reload. The selection model clears itself on the reset (it is connected
+  // first); the selection is put back before anyone hears of a change.
+  connect(model_, &QAbstractItemModel::modelAboutToBeReset, this, [this] {
+    keptSelection_ = selectedRuns();
+    table_->selectionModel()->blockSignals(true);
+  });
+  connect(model_, &QAbstractItemModel::modelReset, this, [this] {
+    QItemSelection again;
+    for (qint64 id : keptSelection_) {
+      const int row = model_->rowOfRun(id);
+      if (row < 0) continue;
+      const QModelIndex at = proxy_->mapFromSource(model_->index(row, 0));
+      again.select(at, at);
+    }
+    if (!again.isEmpty())
+      table_->selectionModel()->select(again, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
+    table_->selectionModel()->blockSignals(false);
+    table_->viewport()->update();
+    auto now = selectedRuns(), before = keptSelection_;
+    std::sort(now.begin(), now.end());
+    std::sort(before.begin(), before.end());
+    if (now != before) onSelectionChanged();  // a selected run left the lab
+  });
 
   chart_ = new LossChart(this);
   smoothing_ = new QSlider(Qt::Horizontal, this);
@@ -224,25 +248,7 @@ void TrainingPanel::selectRun(qint64 runId) {
 void TrainingPanel::poll() {
   if (!session_->isOpen()) return;
   markOrphanedRuns();
-  // A run that appears or goes (another process wrote the lab) resets the list: the runs the
-  // user selected stay selected, and the chart keeps them without a reload.
-  const auto kept = selectedRuns();
-  {
-    const QSignalBlocker quiet(table_->selectionModel());
-    model_->refresh();
-    if (!kept.isEmpty() && selectedRuns() != kept) {
-      QItemSelection again;
-      for (qint64 id : kept) {
-        const int row = model_->rowOfRun(id);
-        if (row < 0) continue;
-        const QModelIndex at = proxy_->mapFromSource(model_->index(row, 0));
-        again.select(at, at);
-      }
-      table_->selectionModel()->select(again, QItemSelectionModel::ClearAndSelect | QItemSelectionModel::Rows);
-    }
-  }
-  table_->viewport()->update();
-  if (selectedRuns() != kept) onSelectionChanged();  // a selected run left the lab
+  model_->refresh();
   if (!autoSelected_ && model_->rowCount() > 0 && selectedRuns().isEmpty()) {
     autoSelected_ = true;
     table_->resizeColumnsToContents();

@@ -101,6 +101,7 @@ class TrainingPanel : public QWidget {
   QTimer soon_;                     // coalesces polls asked by run changes
   QHash<qint64, qint64> lastSeq_;   // per charted run: the largest metrics seq already plotted
   double orphanStaleSeconds_ = 900;
+  QList<qint64> keptSelection_;     // the selection across a reset of the runs list
   bool autoSelected_ = false;       // the newest run was selected once for this lab
 };
 
