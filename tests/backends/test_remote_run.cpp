@@ -26,7 +26,8 @@ class TestRemoteRun : public QObject {
   double now_ = 0;
 
   // Runs the stand-in in MODE on the box and follows it until the monitor calls it.
-  std::pair<RunStatus, std::string> follow(const QString& mode, RunMonitor& monitor, bool advanceClock = false) {
+  // The stand-in's run folder for MODE on the box, with its train.yaml.
+  std::string stage(const QString& mode) {
     const std::string dir = work_.filePath("run-" + mode).toStdString();
     QDir().mkpath(QString::fromStdString(dir));
     auto recipe = crosslab::train::Recipe::labDefaults();
@@ -34,8 +35,16 @@ class TestRemoteRun : public QObject {
     recipe.dataset = "lab_sft";
     recipe.outputDir = "output";
     std::ofstream(dir + "/train.yaml") << crosslab::train::recipeToLlamaFactoryYaml(recipe);
-    RemoteRun run(*session_, dir, "output/trainer_log.jsonl");
-    run.launch("sh " + QStringLiteral(CROSSLAB_TESTS_DIR "/backends/fake_llamafactory.sh").toStdString() + " " + mode.toStdString() + " train train.yaml");
+    return dir;
+  }
+  static void launch(RemoteRun& run, const QString& mode) {
+    run.launch("sh " + QStringLiteral(CROSSLAB_TESTS_DIR "/backends/fake_llamafactory.sh").toStdString() + " " +
+               mode.toStdString() + " train train.yaml");
+  }
+
+  std::pair<RunStatus, std::string> follow(const QString& mode, RunMonitor& monitor, bool advanceClock = false) {
+    RemoteRun run(*session_, stage(mode), "output/trainer_log.jsonl");
+    launch(run, mode);
     for (int i = 0; i < 400; ++i) {
       if (run.feed(monitor, run.poll())) break;
       if (advanceClock && monitor.lastStep()) now_ += 30;  // 30 s of fake time per poll once steps flowed
@@ -75,17 +84,11 @@ class TestRemoteRun : public QObject {
     auto lab = crosslab::store::LabStore::create(work_.filePath("lab").toStdString(), "follow");
     crosslab::store::NewRun nr;
     nr.name = "short";
-    nr.runDir = "loop:" + work_.filePath("run-short").toStdString();
+    const std::string dir = stage("short");
+    nr.runDir = "loop:" + dir;
     const auto runId = lab.runs().requestCreate(nr);
-    const std::string dir = work_.filePath("run-short").toStdString();
-    QDir().mkpath(QString::fromStdString(dir));
-    auto recipe = crosslab::train::Recipe::labDefaults();
-    recipe.modelPath = "/models/llama";
-    recipe.dataset = "lab_sft";
-    recipe.outputDir = "output";
-    std::ofstream(dir + "/train.yaml") << crosslab::train::recipeToLlamaFactoryYaml(recipe);
     RemoteRun run(*session_, dir, "output/trainer_log.jsonl");
-    run.launch("sh " + QStringLiteral(CROSSLAB_TESTS_DIR "/backends/fake_llamafactory.sh").toStdString() + " ok train train.yaml");
+    launch(run, "ok");
     // Wait for the run's end without polling it: its wrapper writes exit_status last.
     QTRY_VERIFY_WITH_TIMEOUT(QFile::exists(QString::fromStdString(dir + "/exit_status")), 60000);
     crosslab::remote::RunFollower follower(run, &lab, runId, true, {}, [this] { return now_; });

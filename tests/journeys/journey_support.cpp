@@ -206,6 +206,20 @@ bool clickButton(QObject* root, const QString& nameOrText, int timeoutMs) {
   return click(findButton(root, nameOrText, timeoutMs));
 }
 
+bool showAt(QMainWindow* window, int width, int height) {
+  window->resize(width, height);
+  window->show();
+  return QTest::qWaitForWindowExposed(window);
+}
+
+bool openLabFromMenu(QMainWindow* window, const QString& labDir) {
+  DialogDriver open("QFileDialog", [&](QWidget* d) { return typePathInFileDialog(d, labDir); });
+  if (!chooseMenu(window, "Lab", "Open Lab…")) return false;
+  if (open.wait()) return true;
+  logFailure(open.error());
+  return false;
+}
+
 bool showPanel(QMainWindow* window, const QString& title) {
   auto* sidebar = window->findChild<QListWidget*>("sidebar");
   if (!sidebar) return false;

@@ -84,6 +84,10 @@ bool click(QWidget* widget);
 bool clickButton(QObject* root, const QString& nameOrText, int timeoutMs = kWaitMs);
 // Clicks the sidebar row titled `title` ("Review", "Training", …) of the main window.
 bool showPanel(QMainWindow* window, const QString& title);
+// Shows `window` at width x height and waits until it is on screen.
+bool showAt(QMainWindow* window, int width, int height);
+// Lab → Open Lab…, the lab's folder typed into the file dialog, as a user opens a lab.
+bool openLabFromMenu(QMainWindow* window, const QString& labDir);
 // Opens menu `menu` of the window's menu bar with a click and clicks its item `item`
 // (texts without '&' and without the shortcut). A modal dialog the item opens needs a
 // DialogDriver armed before.

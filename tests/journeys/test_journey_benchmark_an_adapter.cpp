@@ -71,12 +71,8 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     DemoLab lab;
     QVERIFY(lab.ok());
     auto window = std::make_unique<widgets::MainWindow>();
-    window->resize(1024, 700);
-    window->show();
-    QVERIFY(QTest::qWaitForWindowExposed(window.get()));
-    DialogDriver open("QFileDialog", [&](QWidget* d) { return typePathInFileDialog(d, lab.path()); });
-    QVERIFY(chooseMenu(window.get(), "Lab", "Open Lab…"));
-    QVERIFY2(open.wait(), qPrintable(open.error()));
+    QVERIFY(showAt(window.get(), 1024, 700));
+    QVERIFY(openLabFromMenu(window.get(), lab.path()));
     QVERIFY(showPanel(window.get(), "Benchmarks"));
     auto* panel = waitFor<widgets::BenchmarksPanel>(window.get(), "panel_benchmarks");
     QVERIFY(panel);

@@ -122,12 +122,8 @@ class TestJourneyCompareModelsInReview : public QObject {
     QVERIFY(n > 2);
 
     auto window = std::make_unique<widgets::MainWindow>();
-    window->resize(1024, 700);
-    window->show();
-    QVERIFY(QTest::qWaitForWindowExposed(window.get()));
-    DialogDriver open("QFileDialog", [&](QWidget* d) { return typePathInFileDialog(d, lab.path()); });
-    QVERIFY(chooseMenu(window.get(), "Lab", "Open Lab…"));
-    QVERIFY2(open.wait(), qPrintable(open.error()));
+    QVERIFY(showAt(window.get(), 1024, 700));
+    QVERIFY(openLabFromMenu(window.get(), lab.path()));
     QVERIFY(showPanel(window.get(), "Review"));
     auto* panel = waitFor<widgets::ReviewPanel>(window.get(), "reviewPanel");
     auto* table = waitFor<QTableWidget>(window.get(), "reviewInstruments");

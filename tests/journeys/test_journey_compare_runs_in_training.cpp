@@ -74,12 +74,8 @@ class TestJourneyCompareRunsInTraining : public QObject {
     DemoLab lab;
     QVERIFY(lab.ok());
     auto window = std::make_unique<widgets::MainWindow>();
-    window->resize(1024, 700);
-    window->show();
-    QVERIFY(QTest::qWaitForWindowExposed(window.get()));
-    DialogDriver open("QFileDialog", [&](QWidget* d) { return typePathInFileDialog(d, lab.path()); });
-    QVERIFY(chooseMenu(window.get(), "Lab", "Open Lab…"));
-    QVERIFY2(open.wait(), qPrintable(open.error()));
+    QVERIFY(showAt(window.get(), 1024, 700));
+    QVERIFY(openLabFromMenu(window.get(), lab.path()));
     QVERIFY(showPanel(window.get(), "Training"));
 
     // Two runs from a shell while the window is open: A with eval loss, and a learning rate

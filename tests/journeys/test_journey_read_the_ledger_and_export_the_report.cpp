@@ -37,9 +37,7 @@ class TestJourneyReadTheLedgerAndExportTheReport : public QObject {
     DemoLab lab;
     QVERIFY(lab.ok());
     auto window = std::make_unique<widgets::MainWindow>();
-    window->resize(1024, 700);
-    window->show();
-    QVERIFY(QTest::qWaitForWindowExposed(window.get()));
+    QVERIFY(showAt(window.get(), 1024, 700));
     QVERIFY(window->openLab(lab.path()));
     const auto imported = runCliBesideWindow(
         {"ledger", "import", CROSSLAB_TESTS_DIR "/fixtures/seed_lab/lives.jsonl", "--lab", lab.path()});
