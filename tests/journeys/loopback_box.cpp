@@ -1,10 +1,15 @@
 #include "loopback_box.h"
 
+#include <QComboBox>
 #include <QFile>
+#include <QLineEdit>
+#include <QPlainTextEdit>
+#include <QtTest>
 
 #include <csignal>
 #include <sys/types.h>
 
+#include "tests/journeys/journey_support.h"
 #include "tests/support/cli_runner.h"
 
 namespace crosslab::journey {
@@ -23,6 +28,19 @@ LoopbackBox::LoopbackBox(const QString& labDir) {
     return;
   }
   ok_ = true;
+}
+
+QString LoopbackBox::chooseInNewRun(QWidget* d) const {
+  auto* where = d->findChild<QComboBox*>("where");
+  where->setFocus();
+  QTest::keyClick(where, Qt::Key_Down);  // the lab's box
+  if (!where->currentText().startsWith(name())) return {};
+  if (!typeInto(d->findChild<QLineEdit*>("boxFolder"), folder())) return {};
+  if (!typeInto(d->findChild<QLineEdit*>("field_launcher"), testing::cliPath())) return {};  // crosslab-cli on the box
+  if (!clickButton(d, "preflightButton")) return {};
+  auto* report = d->findChild<QPlainTextEdit*>("preflightReport");
+  if (!waitUntil([&] { return report->toPlainText().contains("nothing blocks"); }, "the preflight of the box")) return {};
+  return report->toPlainText();
 }
 
 bool LoopbackBox::pidFileAlive(const QString& pidFile) {

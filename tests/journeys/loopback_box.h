@@ -5,6 +5,7 @@
 // scratch folder on "the box" (this machine) for the runs and models the journeys put there.
 
 #include <QString>
+#include <QWidget>
 #include <QTemporaryDir>
 
 #include "sshd_fixture.h"
@@ -22,6 +23,10 @@ class LoopbackBox {
   QString folder() const { return dir_.path(); }
   // Whether a process of this host with the pid written in `pidFile` is alive.
   static bool pidFileAlive(const QString& pidFile);
+  // In the New Run dialog `d`: Where = this box (the entry after "this machine"), its
+  // folder, crosslab-cli as the program on the box; then Preflight, waited for until it says
+  // nothing blocks. Returns the preflight report, empty when a step failed.
+  QString chooseInNewRun(QWidget* d) const;
 
  private:
   SshdFixture sshd_;

@@ -40,14 +40,7 @@ class TestJourneyStopARunOnABox : public QObject {
 
     DialogDriver newRun("crosslab::widgets::NewRunDialog", [&](QWidget* d) {
       if (!typeInto(d->findChild<QLineEdit*>("runName"), "long-on-the-box")) return false;
-      auto* where = d->findChild<QComboBox*>("where");
-      where->setFocus();
-      QTest::keyClick(where, Qt::Key_Down);
-      if (!typeInto(d->findChild<QLineEdit*>("boxFolder"), box.folder())) return false;
-      if (!typeInto(d->findChild<QLineEdit*>("field_launcher"), crosslab::testing::cliPath())) return false;
-      if (!clickButton(d, "preflightButton")) return false;
-      auto* report = d->findChild<QPlainTextEdit*>("preflightReport");
-      if (!waitUntil([&] { return report->toPlainText().contains("nothing blocks"); }, "the preflight")) return false;
+      if (box.chooseInNewRun(d).isEmpty()) return false;
       return clickButton(d, "startButton");  // the lab recipe: 111 steps, far longer than this journey
     });
     QVERIFY(clickButton(window.get(), "newRunButton"));

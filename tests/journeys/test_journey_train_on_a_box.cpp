@@ -56,18 +56,8 @@ class TestJourneyTrainOnABox : public QObject {
     QElapsedTimer sinceStart;
     DialogDriver newRun("crosslab::widgets::NewRunDialog", [&](QWidget* d) {
       if (!typeInto(d->findChild<QLineEdit*>("runName"), "on-the-box")) return false;
-      auto* where = d->findChild<QComboBox*>("where");
-      where->setFocus();
-      QTest::keyClick(where, Qt::Key_Down);  // the lab's box
-      if (!where->currentText().startsWith("loop")) return false;
-      if (!typeInto(d->findChild<QLineEdit*>("boxFolder"), box.folder())) return false;
-      if (!typeInto(d->findChild<QLineEdit*>("field_launcher"), crosslab::testing::cliPath())) return false;  // crosslab-cli on the box
       typeNumber(d->findChild<QDoubleSpinBox*>("field_num_train_epochs"), "0.1");  // ceil(0.1 × 37) = 4 steps
-      if (!clickButton(d, "preflightButton")) return false;
-      auto* report = d->findChild<QPlainTextEdit*>("preflightReport");
-      if (!waitUntil([&] { return report->toPlainText().contains("nothing blocks"); }, "the preflight of the box"))
-        return false;
-      const QString text = report->toPlainText();
+      const QString text = box.chooseInNewRun(d);
       if (!text.contains("hashed (SHA-256)") || !text.contains("to push") || !text.contains("secrets")) return false;
       sinceStart.start();
       return clickButton(d, "startButton");
