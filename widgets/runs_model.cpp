@@ -3,6 +3,8 @@
 #include <QBrush>
 #include <QColor>
 #include <QDateTime>
+#include <QDir>
+#include <QFileInfo>
 #include <QFont>
 #include <spdlog/spdlog.h>
 
@@ -93,6 +95,7 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
       }
       return {};
     case Qt::ToolTipRole:
+      if (index.column() == Model) return QString::fromStdString(r->model);  // the whole path
       return r->statusReason.empty() ? QVariant() : QString::fromStdString(r->status + ": " + r->statusReason);
     case Qt::TextAlignmentRole:
       return index.column() >= Steps ? QVariant(Qt::AlignRight | Qt::AlignVCenter) : QVariant();
@@ -103,7 +106,12 @@ QVariant RunsModel::data(const QModelIndex& index, int role) const {
   const bool sortKey = role == Qt::EditRole;  // the proxy sorts on numbers, not on text
   switch (index.column()) {
     case Name: return QString::fromStdString(r->name);
-    case Model: return QString::fromStdString(r->model);
+    case Model: {  // a model folder by its name (the whole path in the tooltip): the status stays in view
+      const QString m = QString::fromStdString(r->model);
+      if (sortKey || !m.contains('/')) return m;
+      const QString name = QFileInfo(QDir::cleanPath(m)).fileName();
+      return name.isEmpty() ? m : name;
+    }
     case Venue: return QString::fromStdString(r->venue);
     case Status: return status;
     case Steps:
