@@ -18,7 +18,6 @@ namespace crosslab::venues {
 namespace {
 
 using Level = Finding::Level;
-constexpr double kGb = 1e9;
 
 std::optional<nlohmann::json> readJson(const fs::path& file) {
   std::ifstream in(file);
