@@ -115,7 +115,7 @@ ParsedLife parseLine(const std::string& text, int line) {
   json j;
   try {
     j = json::parse(text);
-  } catch (const json::parse_error& e) {
+  } catch (const json::exception& e) {  // a syntax error, or a number past double's range (out_of_range)
     throw ImportError(line, std::string("is not JSON (") + e.what() + ")");
   }
   const Fields f(j, line, "the life",
