@@ -13,6 +13,7 @@
 #include "core/ledger/life_recorder.h"
 #include "core/report/redactor.h"
 #include "core/store/lab_store.h"
+#include "core/util/printable.h"
 #include "core/venues/meter.h"
 
 namespace crosslab::ledger {
@@ -155,8 +156,10 @@ std::string textOf(const report::Redactor* r, const std::string& text) { return 
 
 }  // namespace
 
+// One line whatever the input held: field names, kinds and times are quoted from the file
+// (a key "\nd" was a line break in the message: fuzz finding).
 ImportError::ImportError(int line, const std::string& what)
-    : std::runtime_error("line " + std::to_string(line) + ": " + what), line_(line) {}
+    : std::runtime_error("line " + std::to_string(line) + ": " + util::printable(what, 400)), line_(line) {}
 
 std::vector<ParsedLife> parseLivesJsonl(std::istream& in) {
   std::vector<ParsedLife> out;

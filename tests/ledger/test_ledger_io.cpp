@@ -108,6 +108,7 @@ class TestLedgerIo : public QObject {
         {replaced(R"("min_minutes":1,)", R"("min_minutes":1,"minimum":5,)"), "unknown field 'minimum'"},
         {"{\"box\": \n", "is not JSON"},
         {"{\"box\": 6666e6666}\n", "is not JSON"},  // a number past double's range (fuzz finding)
+        {replaced(R"("min_minutes":1,)", R"("min_minutes":1,"\nd":5,)"), "unknown field '\\nd'"},  // one line (fuzz)
         {good, "overlaps a life the lab already holds"},
     };
     for (const auto& [line, expect] : cases) {
