@@ -70,8 +70,8 @@ LoraAdapter loadLoraAdapter(const std::string& name, const std::filesystem::path
       const at::Tensor& w = weightOf(weights.layers[l], p);  // [out, in]
       if (a.dim() != 2 || b.dim() != 2 || a.size(1) != w.size(1) || b.size(0) != w.size(0) || a.size(0) != b.size(1))
         throw std::runtime_error("adapter tensors for '" + module + "' do not fit the model");
-      adapter.layers[l][size_t(pi)] = {a.to(m.device(), m.dtype()).contiguous(),
-                                       (b * scaling).to(m.device(), m.dtype()).contiguous()};
+      const at::Tensor scaled = (b * scaling).to(m.device(), m.dtype()).contiguous();
+      adapter.layers[l][size_t(pi)] = {a.to(m.device(), m.dtype()).contiguous(), scaled, scaled.t().contiguous()};
       ++found;
     }
   }
@@ -93,7 +93,7 @@ BatchLoraDelta::BatchLoraDelta(const std::vector<LoraAdapter>& adapters, const s
 void BatchLoraDelta::loraGroups(size_t layer, model::Proj proj, std::vector<model::LoraRows>& out) const {
   for (const auto& g : groups_) {
     const LoraModule& mod = adapters_[size_t(g.adapter)].layers[layer][size_t(proj)];
-    if (mod.a.defined()) out.push_back({&mod.a, &mod.b, &g.rowList});
+    if (mod.a.defined()) out.push_back({&mod.a, &mod.b, &g.rowList, mod.bt.defined() ? &mod.bt : nullptr});
   }
 }
 

@@ -17,7 +17,8 @@ namespace crosslab::infer {
 
 struct LoraModule {
   at::Tensor a;  // [r, in]
-  at::Tensor b;  // [out, r], already multiplied by the scaling
+  at::Tensor b;   // [out, r], already multiplied by the scaling
+  at::Tensor bt;  // [r, out] = bᵀ, contiguous: the fused decode step's expand (no horizontal sums)
 };
 
 struct LoraAdapter {

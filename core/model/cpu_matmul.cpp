@@ -422,6 +422,40 @@ CROSSLAB_BF16_TARGET void weightedRowsKernel(const float* p, const T* v, int64_t
   }
 }
 
+// ---- a transposed small-k product (LoRA expand) ---------------------------------------
+
+CROSSLAB_BF16_TARGET inline void storeMasked(float* y, __m512 v, int64_t valid) {
+  if (valid >= 16)
+    _mm512_storeu_ps(y, v);
+  else if (valid > 0)
+    _mm512_mask_storeu_ps(y, (__mmask16)((1u << valid) - 1), v);
+}
+
+template <class T>
+CROSSLAB_BF16_TARGET void transposedKernel(const T* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y,
+                                           int64_t ldy) {
+  for (int64_t b = 0; b < n; ++b) {
+    const float* xb = x + b * k;
+    float* yb = y + b * ldy;
+    for (int64_t j = 0; j < out; j += 64) {  // four vectors of outputs at a time, k in order
+      const int64_t w = out - j;
+      __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+      for (int64_t i = 0; i < k; ++i) {
+        const __m512 s = _mm512_set1_ps(xb[i]);
+        const T* row = wt + i * out + j;
+        a0 = _mm512_fmadd_ps(s, load16Any(row, w), a0);
+        if (w > 16) a1 = _mm512_fmadd_ps(s, load16Any(row + 16, w - 16), a1);
+        if (w > 32) a2 = _mm512_fmadd_ps(s, load16Any(row + 32, w - 32), a2);
+        if (w > 48) a3 = _mm512_fmadd_ps(s, load16Any(row + 48, w - 48), a3);
+      }
+      storeMasked(yb + j, a0, w);
+      storeMasked(yb + j + 16, a1, w - 16);
+      storeMasked(yb + j + 32, a2, w - 32);
+      storeMasked(yb + j + 48, a3, w - 48);
+    }
+  }
+}
+
 // ---- portable ------------------------------------------------------------------------
 
 float toFloat(float v) { return v; }
@@ -543,6 +577,23 @@ void weightedRows(const float* p, const float* v, int64_t len, int64_t hd, float
 }
 void weightedRows(const float* p, const uint16_t* v, int64_t len, int64_t hd, float* out) {
   bf16KernelsAvailable() ? weightedRowsKernel(p, v, len, hd, out) : weightedRowsPortable(p, v, len, hd, out);
+}
+
+template <class T>
+void transposedPortable(const T* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy) {
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t j = 0; j < out; ++j) {
+      float acc = 0;
+      for (int64_t i = 0; i < k; ++i) acc += x[b * k + i] * toFloat(wt[i * out + j]);
+      y[b * ldy + j] = acc;
+    }
+}
+
+void matmulTransposed(const float* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy) {
+  bf16KernelsAvailable() ? transposedKernel(wt, k, out, x, n, y, ldy) : transposedPortable(wt, k, out, x, n, y, ldy);
+}
+void matmulTransposed(const uint16_t* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy) {
+  bf16KernelsAvailable() ? transposedKernel(wt, k, out, x, n, y, ldy) : transposedPortable(wt, k, out, x, n, y, ldy);
 }
 
 float expShifted(float* s, int64_t len, float shift) {

@@ -43,6 +43,12 @@ struct MatmulRows {
 void matmulRows(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy);
 void matmulRows(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy);
 
+// Y[b * ldy + j] = sum_i X[b * k + i] * Wt[i * out + j] for b in [0, n), j in [0, out): W given
+// transposed (Wt [k, out]), for a small k such as a LoRA expand's rank. Vector FMAs run along
+// the output, i in order; no horizontal sum per output (the gemv's cost when k is 16).
+void matmulTransposed(const float* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy);
+void matmulTransposed(const uint16_t* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy);
+
 // Attention over one head's cached rows (row-major [len, hd]; bf16 as uint16_t bits):
 // s[t] = q · K_t, and out[d] += Σ_t p[t] V_t[d] (t in order), fp32 arithmetic.
 void dotRows(const float* q, const float* k, int64_t len, int64_t hd, float* s);

@@ -33,6 +33,7 @@ struct LoraRows {
   const at::Tensor* a = nullptr;                // [r, in], contiguous, in the model's dtype
   const at::Tensor* b = nullptr;                // [out, r], the scaling folded in, same
   const std::vector<int64_t>* rows = nullptr;  // batch rows, ascending
+  const at::Tensor* bt = nullptr;              // [r, out] = bᵀ, contiguous, when the owner keeps one
 };
 
 class ProjectionDelta {

@@ -89,6 +89,37 @@ class TestCpuMatmul : public QObject {
     QVERIFY2(bf16 < 1e-6, qPrintable(QString::number(bf16)));  // bf16 inputs, fp32 accumulation
   }
 
+  // The LoRA expand through bᵀ: every output of every row equals the exact sum, for ranks and
+  // widths that are not multiples of the vector (tails) and wider than one 64-column block.
+  void transposedSmallKMatchesExactSums() {
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal;
+    for (int64_t k : {1, 8, 16, 33})
+      for (int64_t out : {5, 16, 64, 100, 384})
+        for (int64_t n : {1, 3}) {
+          std::vector<float> wt(static_cast<size_t>(k * out)), x(static_cast<size_t>(n * k)),
+              y(static_cast<size_t>(n * (out + 3)), 7.0f);
+          std::vector<uint16_t> wb(wt.size());
+          for (size_t i = 0; i < wt.size(); ++i) wt[i] = fromBf16(wb[i] = toBf16(normal(rng)));
+          for (auto& v : x) v = normal(rng);
+          for (int pass = 0; pass < 2; ++pass) {
+            const int64_t ldy = out + 3;  // a gap after each row: never written
+            std::fill(y.begin(), y.end(), 7.0f);
+            pass ? matmulTransposed(wb.data(), k, out, x.data(), n, y.data(), ldy)
+                 : matmulTransposed(wt.data(), k, out, x.data(), n, y.data(), ldy);
+            for (int64_t b = 0; b < n; ++b) {
+              for (int64_t j = 0; j < out; ++j) {
+                double exact = 0;
+                for (int64_t i = 0; i < k; ++i) exact += double(x[size_t(b * k + i)]) * wt[size_t(i * out + j)];
+                QVERIFY2(std::fabs(y[size_t(b * ldy + j)] - exact) < 1e-4,
+                         qPrintable(QString("k %1 out %2 row %3 col %4").arg(k).arg(out).arg(b).arg(j)));
+              }
+              for (int64_t j = out; j < ldy; ++j) QCOMPARE(y[size_t(b * ldy + j)], 7.0f);
+            }
+          }
+        }
+  }
+
   void attentionRows() {
     std::mt19937 rng(3);
     std::normal_distribution<float> normal;
