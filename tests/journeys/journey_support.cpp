@@ -220,6 +220,18 @@ bool openLabFromMenu(QMainWindow* window, const QString& labDir) {
   return false;
 }
 
+bool newLabFromMenu(QMainWindow* window, const QString& labDir) {
+  DialogDriver folder("QFileDialog", [&](QWidget* d) { return typePathInFileDialog(d, labDir); });
+  DialogDriver name("QInputDialog", [&](QWidget* d) { return clickButton(d, "OK"); });
+  if (!chooseMenu(window, "Lab", "New Lab…")) return false;
+  for (DialogDriver* d : {&folder, &name})
+    if (!d->wait()) {
+      logFailure(d->error());
+      return false;
+    }
+  return true;
+}
+
 bool showPanel(QMainWindow* window, const QString& title) {
   auto* sidebar = window->findChild<QListWidget*>("sidebar");
   if (!sidebar) return false;

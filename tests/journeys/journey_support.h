@@ -88,6 +88,8 @@ bool showPanel(QMainWindow* window, const QString& title);
 bool showAt(QMainWindow* window, int width, int height);
 // Lab → Open Lab…, the lab's folder typed into the file dialog, as a user opens a lab.
 bool openLabFromMenu(QMainWindow* window, const QString& labDir);
+// Lab → New Lab…: the folder typed into the file dialog, the name dialog's default taken.
+bool newLabFromMenu(QMainWindow* window, const QString& labDir);
 // Opens menu `menu` of the window's menu bar with a click and clicks its item `item`
 // (texts without '&' and without the shortcut). A modal dialog the item opens needs a
 // DialogDriver armed before.

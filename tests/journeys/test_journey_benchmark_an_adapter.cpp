@@ -198,11 +198,7 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     QVERIFY(toggleItem(adapters, 0));  // ticked again: the field follows
     QCOMPARE(model->text(), QString("demo-lora"));
     const QString fresh = lab.file("fresh-lab");
-    DialogDriver folder("QFileDialog", [&](QWidget* d) { return typePathInFileDialog(d, fresh); });
-    DialogDriver name("QInputDialog", [&](QWidget* d) { return clickButton(d, "OK"); });
-    QVERIFY(chooseMenu(window.get(), "Lab", "New Lab…"));
-    QVERIFY2(folder.wait(), qPrintable(folder.error()));
-    QVERIFY2(name.wait(), qPrintable(name.error()));
+    QVERIFY(newLabFromMenu(window.get(), fresh));
     QVERIFY(waitUntil([&] { return window->session()->path() == fresh; }, "the new lab to be open"));
     QCOMPARE(model->text(), QString());
     QCOMPARE(adapters->count(), 0);

@@ -233,11 +233,7 @@ class TestJourneyCompareModelsInReview : public QObject {
 
     // Lab → New Lab… (the folder dialog, the name dialog): nothing of the demo lab stays.
     const QString fresh = lab.file("fresh-lab");
-    DialogDriver folder("QFileDialog", [&](QWidget* d) { return typePathInFileDialog(d, fresh); });
-    DialogDriver name("QInputDialog", [&](QWidget* d) { return clickButton(d, "OK"); });
-    QVERIFY(chooseMenu(window.get(), "Lab", "New Lab…"));
-    QVERIFY2(folder.wait(), qPrintable(folder.error()));
-    QVERIFY2(name.wait(), qPrintable(name.error()));
+    QVERIFY(newLabFromMenu(window.get(), fresh));
     QVERIFY(waitUntil([&] { return window->session()->path() == fresh; }, "the new lab to be open"));
     QCOMPARE(table->rowCount(), 0);
     QCOMPARE(table->columnCount(), 0);
