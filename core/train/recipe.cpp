@@ -8,10 +8,12 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <limits>
 #include <regex>
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <type_traits>
 
 #include "core/tokenizer/utf8.h"
 #include "core/util/printable.h"
@@ -61,6 +63,17 @@ std::vector<std::string> parseTargets(const std::string& text) {
 
 template <typename T>
 T as(const json& v, const std::string& key) {
+  if constexpr (std::is_integral_v<T> && !std::is_same_v<T, bool>) {
+    // A whole number that fits T: 4e29 (a JSON number past int64 reads as a double) or 2.5 is
+    // refused here rather than cast (out of range, that cast is undefined: fuzz finding).
+    if (v.is_number()) {
+      const double d = v.get<double>(), top = std::ldexp(1.0, std::numeric_limits<T>::digits);
+      const double bottom = std::numeric_limits<T>::is_signed ? -top : 0.0;
+      if (!std::isfinite(d) || d != std::floor(d) || d < bottom || d >= top)
+        throw std::runtime_error(key + ": expected a whole number in range, got " + v.dump());
+      if (v.is_number_float()) return static_cast<T>(d);
+    }
+  }
   try {
     return v.get<T>();
   } catch (const json::exception&) {

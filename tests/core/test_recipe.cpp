@@ -227,6 +227,21 @@ class TestRecipe : public QObject {
     }
   }
 
+  // A JSON number that is no whole number of the field's type is refused by name, never cast
+  // (4e29 into an int was undefined behaviour: fuzz finding of fuzz_recipe).
+  void jsonWholeNumbersAreCheckedBeforeTheyAreCast() {
+    for (const char* bad : {R"({"cutoff_len": 409777777777777777777777777776})", R"({"cutoff_len": 4.5})",
+                            R"({"cutoff_len": 3000000000})", R"({"seed": -1e300})"}) {
+      try {
+        tr::recipeFromJson(bad);
+        QFAIL(qPrintable(QString("accepted ") + bad));
+      } catch (const std::runtime_error& e) {
+        QVERIFY2(QString(e.what()).contains("whole number"), e.what());
+      }
+    }
+    QCOMPARE(tr::recipeFromJson(R"({"cutoff_len": 2048.0})").cutoffLen, 2048);  // a whole float is a whole number
+  }
+
   void overridesAndValidation() {
     Recipe r = Recipe::labDefaults();
     tr::applyOverrides(r, {{"lora_rank", "8"}, {"learning_rate", "2e-4"}, {"dtype", "f32"}, {"lora_target", "q_proj,v_proj"}});
