@@ -93,7 +93,7 @@ BatchLoraDelta::BatchLoraDelta(const std::vector<LoraAdapter>& adapters, const s
 void BatchLoraDelta::loraGroups(size_t layer, model::Proj proj, std::vector<model::LoraRows>& out) const {
   for (const auto& g : groups_) {
     const LoraModule& mod = adapters_[size_t(g.adapter)].layers[layer][size_t(proj)];
-    if (mod.a.defined()) out.push_back({&mod.a, &mod.b, &g.rowList, mod.bt.defined() ? &mod.bt : nullptr});
+    if (mod.a.defined()) out.push_back({&mod.a, &mod.bt, &g.rowList});
   }
 }
 

@@ -133,15 +133,12 @@ void addLora(const ProjectionDelta& delta, size_t layer, Proj p, const Rows& in,
     }
     matmul<M>(*g.a, *x, s.mid, s);  // shrink: [rows, r]
     for (float& v : s.mid.v) v = M::round(v);
-    if (g.bt) {  // expand through bᵀ: FMAs along the output, none of the gemv's per-output sums
-      using Bits = typename M::Bits;
-      const int64_t r = g.bt->size(0), outW = g.bt->size(1);
-      s.loraOut.resize(s.mid.n, outW);
-      matmulTransposed(reinterpret_cast<const Bits*>(g.bt->template data_ptr<typename M::Storage>()), r, outW,
-                       s.mid.v.data(), s.mid.n, s.loraOut.v.data(), outW);
-    } else {
-      matmul<M>(*g.b, s.mid, s.loraOut, s);  // expand: [rows, out]
-    }
+    // expand through Bᵀ: FMAs along the output, none of a gemv's per-output sums over the rank
+    using Bits = typename M::Bits;
+    const int64_t r = g.bt->size(0), outW = g.bt->size(1);
+    s.loraOut.resize(s.mid.n, outW);
+    matmulTransposed(reinterpret_cast<const Bits*>(g.bt->template data_ptr<typename M::Storage>()), r, outW,
+                     s.mid.v.data(), s.mid.n, s.loraOut.v.data(), outW);
     for (size_t i = 0; i < rows.size(); ++i) {
       float* o = out.row(rows[i]);
       const float* d = s.loraOut.row(int64_t(i));
