@@ -5,7 +5,7 @@
 //
 //   batch_bench --model DIR [--dtype f32|bf16] [--levels 1,8,32] [--tokens N] [--prompt-ids JSON]
 //               [--lora DIR --lora-mode merged|runtime] [--threads T] [--load map|copy]
-//               [--decode-path auto|fused|op-by-op] [--max-batch N] [--prefill-chunk N] [--peak on|off]
+//               [--decode-path auto|fused|fused-split|op-by-op] [--max-batch N] [--prefill-chunk N] [--peak on|off]
 //
 // Per level, N identical greedy requests (ignore EOS, --tokens each) are submitted at once.
 // One JSON line per level:
@@ -167,6 +167,7 @@ json runLevel(infer::BatchScheduler& engine, const Options& o, int level, const 
           {"tpot_ms_p99", percentile(tpot, 99)},
           {"steps", after.steps - before.steps},
           {"fused_steps", after.fusedSteps - before.fusedSteps},
+          {"split_steps", after.splitSteps - before.splitSteps},
           {"op_by_op_steps", after.opByOpSteps - before.opByOpSteps},
           {"decode_paths", after.decodePaths},
           {"rates", benchsupport::decodeRates(before, after, double(total - streams.size()), engine.config(), o.peakGflops)},

@@ -158,6 +158,7 @@ json timeSplit(const infer::SchedulerStats& a, const infer::SchedulerStats& b, c
             {"waiting", wall > 0 ? 1.0 - busy / wall : 0.0}}},
           {"rates", benchsupport::decodeRates(a, b, decoded, config, peakGflops)},
           {"fused_steps", b.fusedSteps - a.fusedSteps},
+          {"split_steps", b.splitSteps - a.splitSteps},
           {"op_by_op_steps", b.opByOpSteps - a.opByOpSteps},
           {"decode_paths", b.decodePaths}};
 }

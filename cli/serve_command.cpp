@@ -72,7 +72,7 @@ int runServe(const cli::Args& args, cli::Context& ctx) {
   so.maxModelLen = int(args.integer("--max-model-len", 0, 1, 1 << 20));
   so.prefillChunk = int(args.integer("--prefill-chunk", 128, 1, 1 << 16));
   so.prefillBatch = int(args.integer("--prefill-batch", 4, 1, 1024));
-  so.decodePath = args.choice("--decode-path", {"auto", "fused", "op-by-op"}, "auto");
+  so.decodePath = args.choice("--decode-path", {"auto", "fused", "fused-split", "op-by-op"}, "auto");
   so.threads = int(args.integer("--threads", 0, 0, 1024));
   so.dtype = args.value("--dtype").value_or("f32");
   if (so.dtype != "f32" && so.dtype != "bf16") throw cli::UsageError("--dtype must be bf16 or f32");
@@ -129,7 +129,7 @@ void addServeCommands(std::vector<cli::Command>& commands) {
                        {"--max-model-len", true, "prompt + completion tokens per request"},
                        {"--prefill-chunk", true, "prompt tokens per prefill step, shared by the requests prefilled together (default 128)"},
                        {"--prefill-batch", true, "new requests prefilled together in one forward (default 4)"},
-                       {"--decode-path", true, "auto (default: the faster of fused and op-by-op, measured per batch size), fused or op-by-op"},
+                       {"--decode-path", true, "auto (default: the fastest of fused, fused-split and op-by-op, measured per batch size), fused, fused-split (rows split over threads) or op-by-op"},
                        {"--threads", true, "compute threads (default: every core)"},
                        {"--dtype", true, "bf16 or f32 (default f32)"},
                        {"--load", true, "map (default) or copy: weights from the file's memory map, or read into memory"},

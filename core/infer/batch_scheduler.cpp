@@ -307,6 +307,7 @@ DecodePath BatchScheduler::Impl::choosePath(const at::Tensor& ids, const model::
   model.setFastDecode(true);
   if (opt.decodePath == "op-by-op" || !model.fusedDecodeApplies(ids, &view)) return DecodePath::OpByOp;
   if (opt.decodePath == "fused") return DecodePath::Fused;
+  if (opt.decodePath == "fused-split") return ids.size(0) >= 2 ? DecodePath::FusedSplit : DecodePath::Fused;
   return chooser.pick(int(ids.size(0)));
 }
 
@@ -323,18 +324,21 @@ void BatchScheduler::Impl::decodeStep() {
   const at::Tensor input = at::tensor(ids, at::kLong).view({n, 1});
   const bool measured = opt.decodePath == "auto" && model.fusedDecodeApplies(input, &view);
   const DecodePath path = choosePath(input, view);
-  model.setFastDecode(path == DecodePath::Fused);
+  model.setFastDecode(path != DecodePath::OpByOp);
+  model.setDecodeSplit(path == DecodePath::FusedSplit ? at::get_num_threads() : 1);
   const auto t0 = Clock::now();
   const at::Tensor h = model.hidden(input, &view);  // [n, 1, H]
   const auto t1 = Clock::now();
   at::Tensor logits = model.logits(h).to(at::kCPU).contiguous();  // [n, 1, vocab] fp32
   const double forward = std::chrono::duration<double>(t1 - t0).count(), head = secondsSince(t1);
   model.setFastDecode(true);
+  model.setDecodeSplit(1);
   if (measured) chooser.record(int(n), path, forward + head);
   local.decodeS += forward;
   local.lmHeadS += head;
-  ++(path == DecodePath::Fused ? local.fusedSteps : local.opByOpSteps);
-  if (path == DecodePath::Fused) local.fusedRows += uint64_t(n);
+  ++(path == DecodePath::OpByOp ? local.opByOpSteps : local.fusedSteps);
+  if (path != DecodePath::OpByOp) local.fusedRows += uint64_t(n);
+  if (path == DecodePath::FusedSplit) ++local.splitSteps;
   std::copy(view.lengths.begin(), view.lengths.end(), cache.lengths.begin());
   std::vector<size_t> all(static_cast<size_t>(n));
   for (size_t i = 0; i < all.size(); ++i) all[i] = i;
@@ -441,13 +445,16 @@ std::unique_ptr<BatchScheduler> BatchScheduler::open(const std::filesystem::path
   if (options.maxBatch < 1) throw std::runtime_error("max batch must be >= 1");
   if (options.prefillChunk < 1) throw std::runtime_error("prefill chunk must be >= 1");
   if (options.prefillBatch < 1) throw std::runtime_error("prefill batch must be >= 1");
-  if (options.decodePath != "auto" && options.decodePath != "fused" && options.decodePath != "op-by-op")
-    throw std::runtime_error("unknown decode path '" + options.decodePath + "' (use auto, fused or op-by-op)");
-  at::set_num_threads(options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency())));
+  if (options.decodePath != "auto" && options.decodePath != "fused" && options.decodePath != "fused-split" &&
+      options.decodePath != "op-by-op")
+    throw std::runtime_error("unknown decode path '" + options.decodePath + "' (use auto, fused, fused-split or op-by-op)");
+  const int threads = options.threads > 0 ? options.threads : int(std::max(1u, std::thread::hardware_concurrency()));
+  at::set_num_threads(threads);
   const at::Device device = parseDevice(options.device);
   c10::InferenceMode guard;
   auto impl = std::make_unique<Impl>(model::LlamaModel::load(dir, parseDtype(options.dtype), device, options.copyWeights));
   impl->opt = options;
+  impl->chooser = DecodePathChooser(threads >= 2);
   const auto& cfg = impl->model.config();
   impl->maxLen = options.maxModelLen > 0 ? options.maxModelLen : int(std::min<int64_t>(cfg.maxPositions, 4096));
   if (impl->maxLen > cfg.maxPositions)

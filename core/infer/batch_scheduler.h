@@ -27,7 +27,7 @@ struct SchedulerOptions {
   int maxModelLen = 0;     // prompt + completion tokens per sequence; 0 = min(config, 4096)
   int prefillChunk = 128;  // prompt tokens per prefill step (all prefilling requests together)
   int prefillBatch = 4;    // requests prefilled together at most (KV rows beside the maxBatch slots)
-  std::string decodePath = "auto";  // auto (the faster per batch size) | fused | op-by-op
+  std::string decodePath = "auto";  // auto (the fastest per batch size) | fused | fused-split | op-by-op
   std::string dtype = "f32";
   std::string device = "cpu";
   int threads = 0;  // 0 = every core
@@ -46,6 +46,7 @@ struct SchedulerStats {
   int kvSlots = 0;           // KV-cache decode rows (= maxBatch)
   int freeKvSlots = 0;       // rows no sequence holds (kvSlots - decoding sequences)
   uint64_t fusedSteps = 0, opByOpSteps = 0;  // decode steps by path
+  uint64_t splitSteps = 0;                    // of the fused steps, those with rows split over threads
   uint64_t fusedRows = 0;                     // rows decoded through fused steps
   uint64_t prefillSteps = 0;
   int maxPrefillBatchSeen = 0;

@@ -5,25 +5,39 @@
 
 namespace crosslab::infer {
 
-const char* decodePathName(DecodePath p) { return p == DecodePath::Fused ? "fused" : "op-by-op"; }
+const char* decodePathName(DecodePath p) {
+  switch (p) {
+    case DecodePath::Fused: return "fused";
+    case DecodePath::OpByOp: return "op-by-op";
+    case DecodePath::FusedSplit: return "fused-split";
+  }
+  return "?";
+}
+
+DecodePath DecodePathChooser::fastest(int rows, const Size& s) const {
+  size_t best = 0;
+  for (size_t p = 1; p < candidates(rows); ++p)
+    if (s.best[p] < s.best[best]) best = p;
+  return DecodePath(best);
+}
 
 DecodePath DecodePathChooser::pick(int rows) {
   Size& s = sizes_[rows];
-  if (++s.used >= s.recheckAt) {  // measure both again; the next re-check comes twice as late
+  if (++s.used >= s.recheckAt) {  // measure all again; the next re-check comes twice as late
     s.tries = {};
     s.best = {};
     s.used = 0;
     s.recheckAt *= 2;
   }
-  for (int p = 0; p < 2; ++p)
-    if (s.tries[size_t(p)] < kTries) return DecodePath(p);
-  return s.best[0] <= s.best[1] ? DecodePath::Fused : DecodePath::OpByOp;
+  for (size_t p = 0; p < candidates(rows); ++p)
+    if (s.tries[p] < kTries) return DecodePath(p);
+  return fastest(rows, s);
 }
 
 void DecodePathChooser::record(int rows, DecodePath path, double seconds) {
   Size& s = sizes_[rows];
   const size_t p = size_t(path);
-  if (s.tries[p] >= kTries) return;  // only the exploring steps count
+  if (p >= candidates(rows) || s.tries[p] >= kTries) return;  // only the exploring steps count
   s.best[p] = s.tries[p] == 0 ? seconds : std::min(s.best[p], seconds);
   ++s.tries[p];
   ++revision_;
@@ -32,8 +46,10 @@ void DecodePathChooser::record(int rows, DecodePath path, double seconds) {
 std::string DecodePathChooser::summary() const {
   std::ostringstream os;
   for (const auto& [rows, s] : sizes_) {
-    if (s.tries[0] < kTries || s.tries[1] < kTries) continue;
-    os << (os.tellp() > 0 ? " " : "") << rows << ":" << decodePathName(s.best[0] <= s.best[1] ? DecodePath::Fused : DecodePath::OpByOp);
+    bool measured = true;
+    for (size_t p = 0; p < candidates(rows); ++p) measured = measured && s.tries[p] >= kTries;
+    if (!measured) continue;
+    os << (os.tellp() > 0 ? " " : "") << rows << ":" << decodePathName(fastest(rows, s));
   }
   return os.str();
 }

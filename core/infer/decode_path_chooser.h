@@ -1,11 +1,14 @@
 #pragma once
 // Which decode path the batch scheduler runs for a batch of n rows: the fused CPU step
-// (core/model/llama_decode_cpu.cpp) or the op-by-op ATen path. Which is faster depends on
+// (core/model/llama_decode_cpu.cpp), the same step with its rows split into one group per
+// thread (each group through every layer on its own: LlamaModel::setDecodeSplit), or the
+// op-by-op ATen path. Which is faster depends on
 // the model, the dtype, the machine and n (the fused step wins at small n on small models;
 // a large batch of a large model can favour ATen's GEMMs), so the scheduler measures: each
 // path is tried a few times at each batch size, then the faster one (its best step time,
-// robust to other processes' interference) runs, and both are measured again after 512,
-// 1024, 2048 … steps of that size. Torch-free; the scheduler thread owns it.
+// robust to other processes' interference) runs, and all are measured again after 512,
+// 1024, 2048 … steps of that size. The split is tried only where it can split (2+ threads,
+// 2+ rows). Torch-free; the scheduler thread owns it.
 
 #include <array>
 #include <cstdint>
@@ -14,13 +17,17 @@
 
 namespace crosslab::infer {
 
-enum class DecodePath { Fused, OpByOp };
-const char* decodePathName(DecodePath p);  // "fused", "op-by-op"
+enum class DecodePath { Fused, OpByOp, FusedSplit };
+const char* decodePathName(DecodePath p);  // "fused", "op-by-op", "fused-split"
 
 class DecodePathChooser {
  public:
   static constexpr int kTries = 2;            // timed steps per path before choosing
   static constexpr uint64_t kRecheck = 512;   // steps of one size before the first re-check
+  static constexpr size_t kPaths = 3;
+
+  // split: FusedSplit is a candidate (the scheduler has 2+ threads) for batches of 2+ rows.
+  explicit DecodePathChooser(bool split = false) : split_(split) {}
 
   DecodePath pick(int rows);
   void record(int rows, DecodePath path, double seconds);
@@ -31,11 +38,14 @@ class DecodePathChooser {
 
  private:
   struct Size {
-    std::array<double, 2> best{};  // per path; 0 = not measured yet
-    std::array<int, 2> tries{};
+    std::array<double, kPaths> best{};  // per path; 0 = not measured yet
+    std::array<int, kPaths> tries{};
     uint64_t used = 0, recheckAt = kRecheck;
   };
+  size_t candidates(int rows) const { return split_ && rows >= 2 ? 3 : 2; }
+  DecodePath fastest(int rows, const Size& s) const;
   std::map<int, Size> sizes_;
+  bool split_ = false;
   uint64_t revision_ = 0;
 };
 

@@ -53,6 +53,7 @@ struct DecodeTimes {
   double attention = 0;  // RoPE, KV append, scores, softmax, weighted values
   double other = 0;      // embedding, norms, activation, residual adds
   uint64_t steps = 0, rows = 0;
+  uint64_t groups = 0;   // row groups run (one per step unless the rows were split over threads)
 };
 
 struct LlamaLayerWeights {
@@ -104,6 +105,12 @@ class LlamaModel {
   // compare the two; the batch scheduler picks the faster for each batch size).
   void setFastDecode(bool on) { fastDecode_ = on; }
   bool fastDecode() const { return fastDecode_; }
+  // The fused step runs its B rows as up to `groups` groups at once on the thread pool, each
+  // group through every layer on its own: no synchronisation inside the step, each weight
+  // streamed once per group. Wins where the weights stay in cache and one thread per step
+  // leaves cores idle (small models, large batches); 1 = one group, the default.
+  void setDecodeSplit(int groups) { decodeSplit_ = groups; }
+  int decodeSplit() const { return decodeSplit_; }
   // True when hidden(ids, cache) would take the fused step.
   bool fusedDecodeApplies(const at::Tensor& ids, const KvCache* cache) const { return canDecodeStepCpu(ids, cache); }
   // Adds each fused step's phase times to *times (nullptr: not timed, the default).
@@ -122,7 +129,8 @@ class LlamaModel {
   bool canDecodeStepCpu(const at::Tensor& ids, const KvCache* cache) const;
   at::Tensor decodeStepCpu(const at::Tensor& ids, KvCache& cache) const;  // [B, 1, H]
   template <class M>
-  at::Tensor decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& cache) const;
+  void decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& cache, int64_t r0, int64_t r1, at::Tensor& out,
+                         DecodeTimes* times) const;
   // project() plus the delta hook.
   at::Tensor linear(size_t layer, Proj p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const;
 
@@ -133,6 +141,7 @@ class LlamaModel {
   LlamaWeights weights_;
   std::shared_ptr<CheckpointFiles> files_;  // keeps the memory maps alive for zero-copy weights
   bool fastDecode_ = true;
+  int decodeSplit_ = 1;
   DecodeTimes* times_ = nullptr;
   std::shared_ptr<const ProjectionDelta> delta_;
 };

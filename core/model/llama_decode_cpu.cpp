@@ -83,6 +83,7 @@ template <class M>
 struct Scratch {
   std::vector<typename M::Storage> xs;  // X in the storage type, for the kernels
   std::vector<LoraRows> groups;
+  std::vector<int64_t> local;  // one adapter's rows within this step's row range, 0-based
   Rows gathered, mid, loraOut;
 };
 
@@ -118,12 +119,18 @@ void project(const at::Tensor& w, const at::Tensor& bias, const Rows& x, Rows& y
 
 // The runtime LoRA terms of one projection, as the op-by-op path adds them per row:
 // out + round(round(x Aᵀ) Bᵀ), rounded. Rows sharing an adapter go through A and B together.
+// `in` and `out` hold batch rows r0, r0+1, …; an adapter's rows outside them are not ours.
 template <class M>
-void addLora(const ProjectionDelta& delta, size_t layer, Proj p, const Rows& in, Rows& out, Scratch<M>& s) {
+void addLora(const ProjectionDelta& delta, size_t layer, Proj p, int64_t r0, const Rows& in, Rows& out,
+             Scratch<M>& s) {
   s.groups.clear();
   delta.loraGroups(layer, p, s.groups);
   for (const LoraRows& g : s.groups) {
-    const std::vector<int64_t>& rows = *g.rows;
+    s.local.clear();
+    for (int64_t r : *g.rows)
+      if (r >= r0 && r < r0 + in.n) s.local.push_back(r - r0);
+    if (s.local.empty()) continue;
+    const std::vector<int64_t>& rows = s.local;
     const Rows* x = &in;
     if (int64_t(rows.size()) != in.n) {  // gather this adapter's rows
       s.gathered.resize(int64_t(rows.size()), in.width);
@@ -164,13 +171,12 @@ void rmsNorm(const Rows& x, const at::Tensor& weight, double eps, Rows& out) {
 
 // RoPE tables, one row per sequence: angle in fp32 (float(pos) * inv_freq), cos/sin rounded.
 template <class M>
-void ropeTables(const std::vector<int64_t>& positions, const float* invFreq, int64_t half, Rows& cosv, Rows& sinv) {
-  const int64_t n = int64_t(positions.size());
+void ropeTables(const int64_t* positions, int64_t n, const float* invFreq, int64_t half, Rows& cosv, Rows& sinv) {
   cosv.resize(n, half);
   sinv.resize(n, half);
   for (int64_t b = 0; b < n; ++b)
     for (int64_t i = 0; i < half; ++i) {
-      const float angle = float(positions[size_t(b)]) * invFreq[i];
+      const float angle = float(positions[b]) * invFreq[i];
       cosv.row(b)[i] = M::round(std::cos(angle));
       sinv.row(b)[i] = M::round(std::sin(angle));
     }
@@ -219,25 +225,25 @@ bool LlamaModel::canDecodeStepCpu(const at::Tensor& ids, const KvCache* cache) c
   return true;
 }
 
+// Rows r0 … r1-1 of the batch through every layer; the caller checked every row and bumps the
+// lengths afterwards. Writes those rows of `out` ([B, 1, H] in the model's dtype).
 template <class M>
-at::Tensor LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& cache) const {
+void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& cache, int64_t r0, int64_t r1,
+                                   at::Tensor& out, DecodeTimes* times) const {
   using S = typename M::Storage;
   const ModelConfig& c = config_;
-  const int64_t n = int64_t(tokens.size()), H = c.hiddenSize, nh = c.numHeads, nkv = c.numKvHeads, hd = c.headDim;
+  const int64_t n = r1 - r0, H = c.hiddenSize, nh = c.numHeads, nkv = c.numKvHeads, hd = c.headDim;
   const int64_t half = hd / 2, rep = nh / nkv, cap = cache.capacity;
+  const int64_t* lengths = cache.lengths.data() + r0;
   int64_t maxLen = 0;
-  for (int64_t b = 0; b < n; ++b) {  // refuse before anything is written
-    if (cache.lengths[size_t(b)] + 1 > cap) throw std::runtime_error("KV cache is full");
-    if (tokens[size_t(b)] < 0 || tokens[size_t(b)] >= c.vocabSize) throw std::runtime_error("token id out of range");
-    maxLen = std::max(maxLen, cache.lengths[size_t(b)] + 1);
-  }
-  PhaseClock clock(times_);
+  for (int64_t b = 0; b < n; ++b) maxLen = std::max(maxLen, lengths[b] + 1);
+  PhaseClock clock(times);
   Scratch<M> s;
   Rows x, h, q, k, v, o, attn, gate, up, down, cosv, sinv;
-  ropeTables<M>(cache.lengths, invFreq_.data_ptr<float>(), half, cosv, sinv);
+  ropeTables<M>(lengths, n, invFreq_.data_ptr<float>(), half, cosv, sinv);
   x.resize(n, H);
   for (int64_t b = 0; b < n; ++b) {
-    const S* emb = weights_.embed.data_ptr<S>() + tokens[size_t(b)] * H;
+    const S* emb = weights_.embed.data_ptr<S>() + tokens[size_t(r0 + b)] * H;
     for (int64_t i = 0; i < H; ++i) x.row(b)[i] = M::load(emb[i]);
   }
   const float scale = float(1.0 / std::sqrt(double(hd)));
@@ -247,7 +253,7 @@ at::Tensor LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvC
     project<M>(wt, bias, in, out, s);
     clock.charge(&DecodeTimes::matmul);
     if (!delta_) return;
-    addLora<M>(*delta_, layer, p, in, out, s);
+    addLora<M>(*delta_, layer, p, r0, in, out, s);
     clock.charge(&DecodeTimes::lora);
   };
 
@@ -259,13 +265,13 @@ at::Tensor LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvC
     linear(l, Proj::K, w.wk, w.bk, h, k);  // [n, nkv*hd]
     linear(l, Proj::V, w.wv, w.bv, h, v);  // [n, nkv*hd]
 
-    // Cache layout [n, nkv, capacity, hd]: row b's keys/values of kv head g at [b, g].
-    S* kc = cache.keys[l].data_ptr<S>();
-    S* vc = cache.values[l].data_ptr<S>();
+    // Cache layout [B, nkv, capacity, hd]: batch row r0+b's keys/values of kv head g at [r0+b, g].
+    S* kc = cache.keys[l].data_ptr<S>() + r0 * nkv * cap * hd;
+    S* vc = cache.values[l].data_ptr<S>() + r0 * nkv * cap * hd;
     for (int64_t b = 0; b < n; ++b) {
       for (int64_t j = 0; j < nh; ++j) rope<M>(q.row(b) + j * hd, cosv.row(b), sinv.row(b), half);
       for (int64_t g = 0; g < nkv; ++g) rope<M>(k.row(b) + g * hd, cosv.row(b), sinv.row(b), half);
-      const int64_t pos = cache.lengths[size_t(b)];
+      const int64_t pos = lengths[b];
       for (int64_t g = 0; g < nkv; ++g)
         for (int64_t d = 0; d < hd; ++d) {
           kc[((b * nkv + g) * cap + pos) * hd + d] = M::store(k.row(b)[g * hd + d]);
@@ -282,8 +288,7 @@ at::Tensor LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvC
       for (int64_t bj = begin; bj < end; ++bj) {
         const int64_t b = bj / nh, j = bj % nh, g = j / rep;
         const size_t off = size_t(((b * nkv + g) * cap) * hd);
-        attendHead<M>(q.row(b) + j * hd, kc + off, vc + off, cache.lengths[size_t(b)] + 1, hd, scale, scores,
-                      o.row(b) + j * hd);
+        attendHead<M>(q.row(b) + j * hd, kc + off, vc + off, lengths[b] + 1, hd, scale, scores, o.row(b) + j * hd);
       }
     });
     clock.charge(&DecodeTimes::attention);
@@ -300,24 +305,44 @@ at::Tensor LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvC
     linear(l, Proj::Down, w.wDown, w.bDown, gate, down);
     for (size_t i = 0; i < x.v.size(); ++i) x.v[i] = M::round(x.v[i] + down.v[i]);
   }
-  for (auto& len : cache.lengths) ++len;
 
   rmsNorm<M>(x, weights_.finalNorm, c.rmsNormEps, h);
-  at::Tensor out = at::empty({n, 1, H}, at::TensorOptions().dtype(dtype_));  // [B, T=1, H]
-  S* op = out.data_ptr<S>();
+  S* op = out.data_ptr<S>() + r0 * H;
   for (size_t i = 0; i < h.v.size(); ++i) op[i] = M::store(h.v[i]);
   clock.charge(&DecodeTimes::other);
-  if (times_) {
-    ++times_->steps;
-    times_->rows += uint64_t(n);
-  }
-  return out;
 }
 
 at::Tensor LlamaModel::decodeStepCpu(const at::Tensor& ids, KvCache& cache) const {
   const at::Tensor flat = ids.to(at::kLong).reshape({-1}).contiguous();
   const std::vector<int64_t> tokens(flat.data_ptr<int64_t>(), flat.data_ptr<int64_t>() + flat.numel());
-  return dtype_ == at::kFloat ? decodeStepCpuImpl<F32Math>(tokens, cache) : decodeStepCpuImpl<Bf16Math>(tokens, cache);
+  const int64_t n = int64_t(tokens.size());
+  for (int64_t b = 0; b < n; ++b) {  // refuse before anything is written
+    if (cache.lengths[size_t(b)] + 1 > cache.capacity) throw std::runtime_error("KV cache is full");
+    if (tokens[size_t(b)] < 0 || tokens[size_t(b)] >= config_.vocabSize) throw std::runtime_error("token id out of range");
+  }
+  at::Tensor out = at::empty({n, 1, config_.hiddenSize}, at::TensorOptions().dtype(dtype_));  // [B, T=1, H]
+  const auto rows = [&](int64_t r0, int64_t r1, DecodeTimes* times) {
+    if (dtype_ == at::kFloat)
+      decodeStepCpuImpl<F32Math>(tokens, cache, r0, r1, out, times);
+    else
+      decodeStepCpuImpl<Bf16Math>(tokens, cache, r0, r1, out, times);
+  };
+  // Rows split into groups, each through every layer on its own thread: no synchronisation
+  // inside the step, each weight streamed once per group (the group holding row 0 is timed).
+  const int64_t groups = std::min<int64_t>({int64_t(std::max(1, decodeSplit_)), n, int64_t(at::get_num_threads())});
+  if (groups > 1)
+    at::parallel_for(0, groups, 1, [&](int64_t gb, int64_t ge) {
+      for (int64_t g = gb; g < ge; ++g) rows(g * n / groups, (g + 1) * n / groups, g == 0 ? times_ : nullptr);
+    });
+  else
+    rows(0, n, times_);
+  for (auto& len : cache.lengths) ++len;
+  if (times_) {
+    ++times_->steps;
+    times_->rows += uint64_t(n);
+    times_->groups += uint64_t(std::max<int64_t>(1, groups));
+  }
+  return out;
 }
 
 }  // namespace crosslab::model

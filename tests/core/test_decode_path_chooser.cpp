@@ -53,6 +53,36 @@ class TestDecodePathChooser : public QObject {
     const int slowTries = run(c, 4, 4000, 0.003, 0.002);
     QCOMPARE(slowTries, 4000 - 2 * DecodePathChooser::kTries);  // re-checks at +1024 and +2048 only
   }
+
+  // With 2+ threads the fused step split into row groups is a third candidate, for 2+ rows.
+  void theSplitStepIsTriedWhereItCanSplit() {
+    DecodePathChooser c(true);
+    const auto cost = [](DecodePath p) { return p == DecodePath::Fused ? 0.004 : p == DecodePath::OpByOp ? 0.006 : 0.0025; };
+    for (int i = 0; i < 50; ++i) {  // one row cannot be split
+      const DecodePath p = c.pick(1);
+      QVERIFY(p != DecodePath::FusedSplit);
+      c.record(1, p, cost(p));
+    }
+    int splitSteps = 0;
+    for (int i = 0; i < 50; ++i) {
+      const DecodePath p = c.pick(8);
+      splitSteps += p == DecodePath::FusedSplit;
+      c.record(8, p, cost(p));
+    }
+    QCOMPARE(splitSteps, 50 - 2 * DecodePathChooser::kTries);
+    QCOMPARE(QString::fromStdString(c.summary()), QString("1:fused 8:fused-split"));
+    // where splitting loses (weights that no longer stay in cache), it is tried and left
+    const int ops = run(c, 32, 50, 0.010, 0.030);
+    QCOMPARE(ops, DecodePathChooser::kTries);
+    QCOMPARE(QString::fromStdString(c.summary()), QString("1:fused 8:fused-split 32:fused"));
+
+    DecodePathChooser oneThread;  // without a second thread, never
+    for (int i = 0; i < 50; ++i) {
+      const DecodePath p = oneThread.pick(8);
+      QVERIFY(p != DecodePath::FusedSplit);
+      oneThread.record(8, p, cost(p));
+    }
+  }
 };
 
 QTEST_GUILESS_MAIN(TestDecodePathChooser)

@@ -4,12 +4,15 @@
 //   1. the op-by-op path on the same batch (LlamaModel::setFastDecode(false)),
 //   2. each sequence decoded alone (the fused step at B = 1),
 //   3. the independent PyTorch reference (tests/model/ref_llama.py) on each full sequence,
+//   4. the fused step with its rows split into 3 groups on 3 threads (LlamaModel::setDecodeSplit;
+//      uneven groups, adapters' rows across group boundaries),
 // logits of every decode step and their greedy ids; fp32 and bf16, without and with runtime
 // LoRA (rows of adapter a, adapter b and no adapter in one batch). The batch sizes reach every
 // kernel of core/model/cpu_matmul.h (1 row, row tiles of 1..4, packed 16/32/48/64 lanes, and
 // a second 64-row chunk), and the shapes their tails (k = 128, 224, LoRA r = 8 and an odd 5).
 // ATen before Qt: Qt's `slots` keyword macro would break ATen's IValue::slots().
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <c10/core/InferenceMode.h>
 
 #include <QJsonArray>
@@ -103,11 +106,14 @@ class Decoder {
       adapters_.push_back(infer::loadLoraAdapter("a" + std::to_string(i), adapterDirs[i], model_));
   }
   int64_t vocab() const { return model_.config().vocabSize; }
+  model::DecodeTimes times;  // of the last run's fused decode steps
 
   // Prefills rows [first, first + n) of `batch` (all but each prompt's last token, one row at a
   // time, op by op), then runs `steps` decode steps over those rows together. feed: the tokens
   // to feed after the prompt (teacher forcing); empty = greedy, written back into *fed.
-  Logits run(const Batch& batch, size_t first, size_t n, int steps, bool fused, std::vector<std::vector<int64_t>>* fed) {
+  // split: the fused step's row groups (LlamaModel::setDecodeSplit).
+  Logits run(const Batch& batch, size_t first, size_t n, int steps, bool fused, std::vector<std::vector<int64_t>>* fed,
+             int split = 1) {
     c10::InferenceMode guard;
     model::KvCache cache = model_.makeCache(int64_t(n), 64);
     for (size_t b = 0; b < n; ++b) {
@@ -121,6 +127,9 @@ class Decoder {
     std::vector<int> rowAdapters(batch.adapters.begin() + long(first), batch.adapters.begin() + long(first + n));
     setDelta(rowAdapters);
     model_.setFastDecode(fused);
+    model_.setDecodeSplit(split);
+    times = {};
+    model_.setDecodeTimes(&times);
     Logits out;
     std::vector<int64_t> ids(n);
     for (size_t b = 0; b < n; ++b) ids[b] = batch.prompts[first + b].back();
@@ -138,6 +147,8 @@ class Decoder {
       }
     }
     model_.setFastDecode(true);
+    model_.setDecodeSplit(1);
+    model_.setDecodeTimes(nullptr);
     model_.setProjectionDelta(nullptr);
     return out;
   }
@@ -209,6 +220,12 @@ class TestBatchedDecode : public QObject {
     std::vector<std::vector<int64_t>> fed;
     const Logits fused = dec.run(batch, 0, n, steps, true, &fed);
     const Logits opByOp = dec.run(batch, 0, n, steps, false, &fed);
+    const int threads = at::get_num_threads();
+    at::set_num_threads(3);
+    const Logits split = dec.run(batch, 0, n, steps, true, &fed, 3);
+    at::set_num_threads(threads);
+    QCOMPARE(dec.times.steps, uint64_t(steps));
+    QCOMPARE(dec.times.groups, uint64_t(steps) * std::min<uint64_t>(3, n));  // the rows really ran in groups
     Logits alone(size_t(steps), std::vector<float>(n * size_t(vocab)));
     for (size_t b = 0; b < n; ++b) {
       const Logits one = dec.run(batch, b, 1, steps, true, &fed);
@@ -248,14 +265,16 @@ class TestBatchedDecode : public QObject {
 
     const double scale = maxAbs(reference);
     const double dOps = maxAbsDiff(fused, opByOp), dAlone = maxAbsDiff(fused, alone), dRef = maxAbsDiff(fused, reference);
+    const double dSplit = maxAbsDiff(fused, split);
     // fp32: summation order only (see test_llama_reference: fused vs op-by-op 5e-5, vs the
     // reference 1e-4). bf16: a different summation order flips a bf16 rounding now and then and
     // each flip propagates: the 4% of max |logit| budget of the bf16 reference tests.
     const double tol = bf16 ? 0.04 * scale : 5e-5, tolRef = bf16 ? 0.04 * scale : 1e-4;
-    qInfo("%s B=%d%s: max |logit| %.2f; fused batch vs op-by-op %.3g, vs each row alone %.3g, vs PyTorch %.3g "
-          "(tolerance %.3g / %.3g)",
-          qPrintable(dtype), rows, lora ? " mixed LoRA" : "", scale, dOps, dAlone, dRef, tol, tolRef);
+    qInfo("%s B=%d%s: max |logit| %.2f; fused batch vs op-by-op %.3g, vs each row alone %.3g, vs rows split in 3 "
+          "groups %.3g, vs PyTorch %.3g (tolerance %.3g / %.3g)",
+          qPrintable(dtype), rows, lora ? " mixed LoRA" : "", scale, dOps, dAlone, dSplit, dRef, tol, tolRef);
     QVERIFY2(dOps <= tol, qPrintable(QString::number(dOps)));
+    QVERIFY2(dSplit <= tol, qPrintable(QString::number(dSplit)));
     QVERIFY2(dAlone <= tol, qPrintable(QString::number(dAlone)));
     QVERIFY2(dRef <= tolRef, qPrintable(QString::number(dRef)));
 
@@ -276,6 +295,7 @@ class TestBatchedDecode : public QObject {
         const int64_t want = fed[b][size_t(s)];
         QVERIFY(sameChoice(opByOp, s, b, want));
         QVERIFY(sameChoice(alone, s, b, want));
+        QVERIFY(sameChoice(split, s, b, want));
         QVERIFY(sameChoice(reference, s, b, want));
         ++checked;
       }
