@@ -78,17 +78,13 @@ inline bool answerDefaultNo(QWidget* widget, const QString& answer, const QStrin
   return answerMessageBox(widget, answer, expectText);
 }
 
-// A file dialog answered by typing a full path into its file name field and accepting.
+// A file dialog answered by typing a full path into its file name field and clicking its
+// accept button (not Return: on a loaded machine the field's completer popup can appear late
+// and take the key, leaving the dialog open).
 inline bool typeFullPathInFileDialog(QWidget* dialog, const QString& path) {
   auto* fd = qobject_cast<QFileDialog*>(dialog);
-  auto* name = fd ? fd->findChild<QLineEdit*>("fileNameEdit") : nullptr;
-  if (!name || !click(name)) return false;
-  // (The dialog moves into the folder typed and keeps only the file name in the field.)
-  QTest::keyClick(name, Qt::Key_A, Qt::ControlModifier);
-  QTest::keyClicks(name, path);
-  QTest::keyClick(name, Qt::Key_Return);
-  return waitUntil([&] { return !fd->isVisible(); }, "the file dialog to close") &&
-         fd->selectedFiles().value(0) == path;
+  if (!fd || !typePathInFileDialog(fd, path)) return false;
+  return waitUntil([&] { return !fd->isVisible(); }, "the file dialog to close") && fd->selectedFiles().value(0) == path;
 }
 
 // Our own dialogs: fill line edits by objectName, then click the button named `ok`.
