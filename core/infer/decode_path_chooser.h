@@ -22,7 +22,8 @@ const char* decodePathName(DecodePath p);  // "fused", "op-by-op", "fused-split"
 
 class DecodePathChooser {
  public:
-  static constexpr int kTries = 2;            // timed steps per path before choosing
+  static constexpr int kTries = 4;            // timed steps per path before choosing (best of 4: one
+                                              // noisy step among 2 picked the slower path at c=8)
   static constexpr uint64_t kRecheck = 512;   // steps of one size before the first re-check
   static constexpr size_t kPaths = 3;
 
