@@ -186,7 +186,7 @@ CROSSLAB_BF16_TARGET void bf16Packed(const uint16_t* w, int64_t rows, const Matm
   const int64_t k = x.k;
   for (int64_t base = 0; base < x.n; base += kChunk) {
     const int64_t m = std::min(kChunk, x.n - base);
-    const uint16_t* xp = x.packed.data() + (base / kChunk) * pairs(k) * kChunk * 2;
+    const uint16_t* xp = x.packed + (base / kChunk) * pairs(k) * kChunk * 2;
     float* yc = y + base * ldy;
     switch (pad16(m) / 16) {
       case 1: bf16PackedRows<16, 1>(w, rows, k, xp, m, yc, ldy); break;
@@ -305,7 +305,7 @@ CROSSLAB_F32_TARGET void f32Packed(const float* w, int64_t rows, const MatmulRow
   const int64_t k = x.k;
   for (int64_t base = 0; base < x.n; base += kChunk) {
     const int64_t m = std::min(kChunk, x.n - base);
-    const float* xp = x.packed.data() + (base / kChunk) * k * kChunk;
+    const float* xp = x.packed + (base / kChunk) * k * kChunk;
     float* yc = y + base * ldy;
     switch (pad16(m) / 16) {
       case 1: f32PackedRows<16, 1>(w, rows, k, xp, m, yc, ldy); break;
@@ -331,6 +331,13 @@ CROSSLAB_BF16_TARGET inline __m512 loadBf16(const uint16_t* p, int64_t valid) {
   return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvtepu16_epi32(0xFFFF, bits), 16));
 }
 
+CROSSLAB_BF16_TARGET inline void storeMasked(float* y, __m512 v, int64_t valid) {
+  if (valid >= 16)
+    _mm512_storeu_ps(y, v);
+  else if (valid > 0)
+    _mm512_mask_storeu_ps(y, (__mmask16)((1u << valid) - 1), v);
+}
+
 template <class T>
 CROSSLAB_BF16_TARGET inline __m512 load16Any(const T* p, int64_t valid) {
   if constexpr (std::is_same_v<T, float>)
@@ -339,27 +346,65 @@ CROSSLAB_BF16_TARGET inline __m512 load16Any(const T* p, int64_t valid) {
     return loadBf16(p, valid);
 }
 
-// Four cached rows at a time, their four dot products reduced together.
-template <class T>
-CROSSLAB_BF16_TARGET void dotRowsKernel(const float* q, const T* k, int64_t len, int64_t hd, float* s) {
-  int64_t t = 0;
-  for (; t + 4 <= len; t += 4) {
-    const T* row = k + t * hd;
-    __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
-    for (int64_t d = 0; d < hd; d += 16) {
-      const __m512 qv = load16Any(q + d, hd - d);
-      a0 = _mm512_fmadd_ps(qv, load16Any(row + d, hd - d), a0);
-      a1 = _mm512_fmadd_ps(qv, load16Any(row + hd + d, hd - d), a1);
-      a2 = _mm512_fmadd_ps(qv, load16Any(row + 2 * hd + d, hd - d), a2);
-      a3 = _mm512_fmadd_ps(qv, load16Any(row + 3 * hd + d, hd - d), a3);
+// Grouped-query attention: the R query heads that share a kv head read each cached row once
+// (loaded and, for bf16, widened once, then used R times). Per head the arithmetic is that of
+// one head alone: the same FMAs in the same order, so the result is bit-identical.
+
+// Four cached rows at a time, their four dot products reduced together, for R heads.
+template <class T, int R>
+CROSSLAB_BF16_TARGET inline void dotRowsBlock(const float* q, const T* row, int64_t hd, float* s, int64_t ss) {
+  __m512 a[R][4];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) a[r][i] = _mm512_setzero_ps();
+  for (int64_t d = 0; d < hd; d += 16) {
+    const __m512 k0 = load16Any(row + d, hd - d), k1 = load16Any(row + hd + d, hd - d);
+    const __m512 k2 = load16Any(row + 2 * hd + d, hd - d), k3 = load16Any(row + 3 * hd + d, hd - d);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512 qv = load16Any(q + r * hd + d, hd - d);
+      a[r][0] = _mm512_fmadd_ps(qv, k0, a[r][0]);
+      a[r][1] = _mm512_fmadd_ps(qv, k1, a[r][1]);
+      a[r][2] = _mm512_fmadd_ps(qv, k2, a[r][2]);
+      a[r][3] = _mm512_fmadd_ps(qv, k3, a[r][3]);
     }
-    _mm_storeu_ps(s + t, sum16x4(a0, a1, a2, a3));
   }
-  for (; t < len; ++t) {
-    __m512 a = _mm512_setzero_ps();
-    for (int64_t d = 0; d < hd; d += 16) a = _mm512_fmadd_ps(load16Any(q + d, hd - d), load16Any(k + t * hd + d, hd - d), a);
-    s[t] = sum16(a);
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) _mm_storeu_ps(s + r * ss, sum16x4(a[r][0], a[r][1], a[r][2], a[r][3]));
+}
+
+template <class T, int R>
+CROSSLAB_BF16_TARGET inline void dotRowsOne(const float* q, const T* row, int64_t hd, float* s, int64_t ss) {
+  __m512 a[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) a[r] = _mm512_setzero_ps();
+  for (int64_t d = 0; d < hd; d += 16) {
+    const __m512 kv = load16Any(row + d, hd - d);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) a[r] = _mm512_fmadd_ps(load16Any(q + r * hd + d, hd - d), kv, a[r]);
   }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) s[r * ss] = sum16(a[r]);
+}
+
+template <class T, int R>
+CROSSLAB_BF16_TARGET void dotRowsHeads(const float* q, const T* k, int64_t len, int64_t hd, float* s, int64_t ss) {
+  int64_t t = 0;
+  for (; t + 4 <= len; t += 4) dotRowsBlock<T, R>(q, k + t * hd, hd, s + t, ss);
+  for (; t < len; ++t) dotRowsOne<T, R>(q, k + t * hd, hd, s + t, ss);
+}
+
+template <class T>
+CROSSLAB_BF16_TARGET void dotRowsKernel(const float* q, int64_t heads, const T* k, int64_t len, int64_t hd, float* s,
+                                        int64_t ss) {
+  int64_t h = 0;
+  for (; h + 4 <= heads; h += 4) dotRowsHeads<T, 4>(q + h * hd, k, len, hd, s + h * ss, ss);
+  if (heads - h >= 2) {
+    dotRowsHeads<T, 2>(q + h * hd, k, len, hd, s + h * ss, ss);
+    h += 2;
+  }
+  if (h < heads) dotRowsHeads<T, 1>(q + h * hd, k, len, hd, s + h * ss, ss);
 }
 
 // e^x, 16 lanes: x = n ln2 + r, |r| <= ln2/2, e^r by Cephes' expf polynomial (about 1 ulp),
@@ -409,27 +454,60 @@ CROSSLAB_F32_TARGET float expShiftedKernel(float* s, int64_t len, float shift) {
   return sum16(sum);
 }
 
-template <class T>
-CROSSLAB_BF16_TARGET void weightedRowsKernel(const float* p, const T* v, int64_t len, int64_t hd, float* out) {
-  for (int64_t d = 0; d < hd; d += 16) {
-    const int64_t valid = hd - d;
-    __m512 acc = load16Any(out + d, valid);
-    for (int64_t t = 0; t < len; ++t) acc = _mm512_fmadd_ps(_mm512_set1_ps(p[t]), load16Any(v + t * hd + d, valid), acc);
-    if (valid >= 16)
-      _mm512_storeu_ps(out + d, acc);
-    else
-      _mm512_mask_storeu_ps(out + d, (__mmask16)((1u << valid) - 1), acc);
+// out[r][d] += sum_t p[r][t] V_t[d] for R heads and C vectors of d from d0: each V vector is
+// loaded once per t and used by the R heads (R x C <= 16 accumulators).
+template <class T, int R, int C>
+CROSSLAB_BF16_TARGET inline void weightedRowsBlock(const float* p, int64_t ps, const T* v, int64_t len, int64_t hd,
+                                                   int64_t d0, float* out) {
+  __m512 acc[R][C];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) acc[r][c] = load16Any(out + r * hd + d0 + 16 * c, hd - d0 - 16 * c);
+  for (int64_t t = 0; t < len; ++t) {
+    __m512 vv[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) vv[c] = load16Any(v + t * hd + d0 + 16 * c, hd - d0 - 16 * c);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512 pb = _mm512_set1_ps(p[r * ps + t]);
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(pb, vv[c], acc[r][c]);
+    }
   }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) storeMasked(out + r * hd + d0 + 16 * c, acc[r][c], hd - d0 - 16 * c);
+}
+
+template <class T, int R>
+CROSSLAB_BF16_TARGET void weightedRowsHeads(const float* p, int64_t ps, const T* v, int64_t len, int64_t hd,
+                                            float* out) {
+  for (int64_t d0 = 0; d0 < hd; d0 += 64) {
+    switch (std::min<int64_t>(4, (hd - d0 + 15) / 16)) {
+      case 4: weightedRowsBlock<T, R, 4>(p, ps, v, len, hd, d0, out); break;
+      case 3: weightedRowsBlock<T, R, 3>(p, ps, v, len, hd, d0, out); break;
+      case 2: weightedRowsBlock<T, R, 2>(p, ps, v, len, hd, d0, out); break;
+      default: weightedRowsBlock<T, R, 1>(p, ps, v, len, hd, d0, out); break;
+    }
+  }
+}
+
+template <class T>
+CROSSLAB_BF16_TARGET void weightedRowsKernel(const float* p, int64_t heads, int64_t ps, const T* v, int64_t len,
+                                             int64_t hd, float* out) {
+  int64_t h = 0;
+  for (; h + 4 <= heads; h += 4) weightedRowsHeads<T, 4>(p + h * ps, ps, v, len, hd, out + h * hd);
+  if (heads - h >= 2) {
+    weightedRowsHeads<T, 2>(p + h * ps, ps, v, len, hd, out + h * hd);
+    h += 2;
+  }
+  if (h < heads) weightedRowsHeads<T, 1>(p + h * ps, ps, v, len, hd, out + h * hd);
 }
 
 // ---- a transposed small-k product (LoRA expand) ---------------------------------------
 
-CROSSLAB_BF16_TARGET inline void storeMasked(float* y, __m512 v, int64_t valid) {
-  if (valid >= 16)
-    _mm512_storeu_ps(y, v);
-  else if (valid > 0)
-    _mm512_mask_storeu_ps(y, (__mmask16)((1u << valid) - 1), v);
-}
 
 template <class T>
 CROSSLAB_BF16_TARGET void transposedKernel(const T* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y,
@@ -499,23 +577,39 @@ bool bf16KernelsAvailable() {
 
 namespace {
 
+// Every lane a kernel reads is written (padding rows and, for bf16 with an odd k, the last
+// pair's second half as zeros): the buffer is reused without clearing it.
 void pack(const float* x, int64_t n, int64_t k, std::vector<float>& packed) {
-  packed.assign(size_t(((n + kChunk - 1) / kChunk) * kChunk * k), 0.0f);
+  const size_t size = size_t(((n + kChunk - 1) / kChunk) * kChunk * k);
+  if (packed.size() < size) packed.resize(size);
   for (int64_t base = 0; base < n; base += kChunk) {
     const int64_t m = std::min(kChunk, n - base), npad = pad16(m);
     float* chunk = packed.data() + (base / kChunk) * k * kChunk;
-    for (int64_t b = 0; b < m; ++b)
-      for (int64_t i = 0; i < k; ++i) chunk[i * npad + b] = x[(base + b) * k + i];
+    const float* xs = x + base * k;
+    for (int64_t i = 0; i < k; ++i) {
+      float* line = chunk + i * npad;
+      for (int64_t b = 0; b < m; ++b) line[b] = xs[b * k + i];
+      for (int64_t b = m; b < npad; ++b) line[b] = 0.0f;
+    }
   }
 }
 
 void pack(const uint16_t* x, int64_t n, int64_t k, std::vector<uint16_t>& packed) {
-  packed.assign(size_t(((n + kChunk - 1) / kChunk) * kChunk * pairs(k) * 2), uint16_t(0));
+  const size_t size = size_t(((n + kChunk - 1) / kChunk) * kChunk * pairs(k) * 2);
+  if (packed.size() < size) packed.resize(size);
   for (int64_t base = 0; base < n; base += kChunk) {
     const int64_t m = std::min(kChunk, n - base), npad = pad16(m);
     uint16_t* chunk = packed.data() + (base / kChunk) * pairs(k) * kChunk * 2;
-    for (int64_t b = 0; b < m; ++b)
-      for (int64_t i = 0; i < k; ++i) chunk[((i / 2) * npad + b) * 2 + i % 2] = x[(base + b) * k + i];
+    const uint16_t* xs = x + base * k;
+    for (int64_t p = 0; p < pairs(k); ++p) {
+      uint16_t* line = chunk + p * npad * 2;
+      const int64_t i = 2 * p;
+      for (int64_t b = 0; b < m; ++b) {
+        line[2 * b] = xs[b * k + i];
+        line[2 * b + 1] = i + 1 < k ? xs[b * k + i + 1] : uint16_t(0);
+      }
+      for (int64_t b = m; b < npad; ++b) line[2 * b] = line[2 * b + 1] = 0;
+    }
   }
 }
 
@@ -525,8 +619,14 @@ bool kernelsAvailable(const uint16_t*) { return bf16KernelsAvailable(); }
 }  // namespace
 
 template <class T>
-MatmulRows<T>::MatmulRows(const T* xs, int64_t rows, int64_t kk) : x(xs), n(rows), k(kk) {
-  if (n >= kPackFrom && kernelsAvailable(xs)) pack(x, n, k, packed);
+MatmulRows<T>::MatmulRows(const T* xs, int64_t rows, int64_t kk) : MatmulRows(xs, rows, kk, own_) {}
+
+template <class T>
+MatmulRows<T>::MatmulRows(const T* xs, int64_t rows, int64_t kk, std::vector<T>& buffer) : x(xs), n(rows), k(kk) {
+  if (n >= kPackFrom && kernelsAvailable(xs)) {
+    pack(x, n, k, buffer);
+    packed = buffer.data();
+  }
 }
 
 template struct MatmulRows<float>;
@@ -549,34 +649,38 @@ void matmulRows(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, 
 namespace {
 
 template <class T>
-void dotRowsPortable(const float* q, const T* k, int64_t len, int64_t hd, float* s) {
-  for (int64_t t = 0; t < len; ++t) {
-    float acc = 0;
-    for (int64_t d = 0; d < hd; ++d) acc += q[d] * toFloat(k[t * hd + d]);
-    s[t] = acc;
-  }
+void dotRowsPortable(const float* q, int64_t heads, const T* k, int64_t len, int64_t hd, float* s, int64_t ss) {
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t t = 0; t < len; ++t) {
+      float acc = 0;
+      for (int64_t d = 0; d < hd; ++d) acc += q[h * hd + d] * toFloat(k[t * hd + d]);
+      s[h * ss + t] = acc;
+    }
 }
 
 template <class T>
-void weightedRowsPortable(const float* p, const T* v, int64_t len, int64_t hd, float* out) {
-  for (int64_t t = 0; t < len; ++t)
-    for (int64_t d = 0; d < hd; ++d) out[d] += p[t] * toFloat(v[t * hd + d]);
+void weightedRowsPortable(const float* p, int64_t heads, int64_t ps, const T* v, int64_t len, int64_t hd, float* out) {
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t t = 0; t < len; ++t)
+      for (int64_t d = 0; d < hd; ++d) out[h * hd + d] += p[h * ps + t] * toFloat(v[t * hd + d]);
 }
 
 }  // namespace
 
 // The fp32 rows need only AVX-512F, but share the bf16 kernels' target: one check.
-void dotRows(const float* q, const float* k, int64_t len, int64_t hd, float* s) {
-  bf16KernelsAvailable() ? dotRowsKernel(q, k, len, hd, s) : dotRowsPortable(q, k, len, hd, s);
+void dotRows(const float* q, int64_t heads, const float* k, int64_t len, int64_t hd, float* s, int64_t ss) {
+  bf16KernelsAvailable() ? dotRowsKernel(q, heads, k, len, hd, s, ss) : dotRowsPortable(q, heads, k, len, hd, s, ss);
 }
-void dotRows(const float* q, const uint16_t* k, int64_t len, int64_t hd, float* s) {
-  bf16KernelsAvailable() ? dotRowsKernel(q, k, len, hd, s) : dotRowsPortable(q, k, len, hd, s);
+void dotRows(const float* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss) {
+  bf16KernelsAvailable() ? dotRowsKernel(q, heads, k, len, hd, s, ss) : dotRowsPortable(q, heads, k, len, hd, s, ss);
 }
-void weightedRows(const float* p, const float* v, int64_t len, int64_t hd, float* out) {
-  bf16KernelsAvailable() ? weightedRowsKernel(p, v, len, hd, out) : weightedRowsPortable(p, v, len, hd, out);
+void weightedRows(const float* p, int64_t heads, int64_t ps, const float* v, int64_t len, int64_t hd, float* out) {
+  bf16KernelsAvailable() ? weightedRowsKernel(p, heads, ps, v, len, hd, out)
+                         : weightedRowsPortable(p, heads, ps, v, len, hd, out);
 }
-void weightedRows(const float* p, const uint16_t* v, int64_t len, int64_t hd, float* out) {
-  bf16KernelsAvailable() ? weightedRowsKernel(p, v, len, hd, out) : weightedRowsPortable(p, v, len, hd, out);
+void weightedRows(const float* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out) {
+  bf16KernelsAvailable() ? weightedRowsKernel(p, heads, ps, v, len, hd, out)
+                         : weightedRowsPortable(p, heads, ps, v, len, hd, out);
 }
 
 template <class T>

@@ -33,9 +33,17 @@ bool bf16KernelsAvailable();
 template <class T>
 struct MatmulRows {
   MatmulRows(const T* x, int64_t n, int64_t k);
+  // Packs into `buffer` (grown, never shrunk), so that a caller doing many products reuses one
+  // allocation instead of a fresh one (page faults and zero fill) per product.
+  MatmulRows(const T* x, int64_t n, int64_t k, std::vector<T>& buffer);
+  MatmulRows(const MatmulRows&) = delete;
+  MatmulRows& operator=(const MatmulRows&) = delete;
   const T* x;
   int64_t n, k;
-  std::vector<T> packed;  // n >= 16: chunks of up to 64 rows, k-interleaved (see cpu_matmul.cpp)
+  const T* packed = nullptr;  // n >= 16: chunks of up to 64 rows, k-interleaved (see cpu_matmul.cpp)
+
+ private:
+  std::vector<T> own_;
 };
 
 // Y[b * ldy + r] = W_r · X_b for r in [0, rows) and b in [0, x.n); w points at the first of
@@ -49,12 +57,15 @@ void matmulRows(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, 
 void matmulTransposed(const float* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy);
 void matmulTransposed(const uint16_t* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy);
 
-// Attention over one head's cached rows (row-major [len, hd]; bf16 as uint16_t bits):
-// s[t] = q · K_t, and out[d] += Σ_t p[t] V_t[d] (t in order), fp32 arithmetic.
-void dotRows(const float* q, const float* k, int64_t len, int64_t hd, float* s);
-void dotRows(const float* q, const uint16_t* k, int64_t len, int64_t hd, float* s);
-void weightedRows(const float* p, const float* v, int64_t len, int64_t hd, float* out);
-void weightedRows(const float* p, const uint16_t* v, int64_t len, int64_t hd, float* out);
+// Attention of `heads` query heads (q row-major [heads, hd]) over the cached rows of the kv
+// head they share (row-major [len, hd]; bf16 as uint16_t bits), fp32 arithmetic; each cached
+// row is read once for all the heads, and each head's result is bit-identical to computing it
+// alone (heads = 1):
+//   s[h * ss + t] = q_h · K_t        out[h * hd + d] += sum_t p[h * ps + t] V_t[d] (t in order)
+void dotRows(const float* q, int64_t heads, const float* k, int64_t len, int64_t hd, float* s, int64_t ss);
+void dotRows(const float* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss);
+void weightedRows(const float* p, int64_t heads, int64_t ps, const float* v, int64_t len, int64_t hd, float* out);
+void weightedRows(const float* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out);
 // s[t] = e^(s[t] - shift) for values <= shift (softmax after its max); returns the sum.
 float expShifted(float* s, int64_t len, float shift);
 // g[i] = silu(g[i]) = g / (1 + e^-g), fp32.

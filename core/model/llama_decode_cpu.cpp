@@ -82,6 +82,7 @@ class PhaseClock {
 template <class M>
 struct Scratch {
   std::vector<typename M::Storage> xs;  // X in the storage type, for the kernels
+  std::vector<typename M::Bits> packed;  // X packed for the kernels (n >= 16)
   std::vector<LoraRows> groups;
   std::vector<int64_t> local;  // one adapter's rows within this step's row range, 0-based
   Rows gathered, mid, loraOut;
@@ -97,7 +98,7 @@ void matmul(const at::Tensor& w, const Rows& x, Rows& y, Scratch<M>& s) {
   y.resize(n, out);
   s.xs.resize(size_t(n * k));
   for (size_t i = 0; i < s.xs.size(); ++i) s.xs[i] = M::store(x.v[i]);  // exact: x is already rounded
-  const MatmulRows<Bits> rows(reinterpret_cast<const Bits*>(s.xs.data()), n, k);
+  const MatmulRows<Bits> rows(reinterpret_cast<const Bits*>(s.xs.data()), n, k, s.packed);
   const auto* wp = reinterpret_cast<const Bits*>(w.data_ptr<typename M::Storage>());
   float* yp = y.v.data();
   const int64_t grain = std::max<int64_t>(16, (int64_t(1) << 16) / std::max<int64_t>(1, k));
@@ -192,22 +193,26 @@ void rope(float* v, const float* cosv, const float* sinv, int64_t half) {
   }
 }
 
-// Attention of one query head over positions 0..len-1 of its kv head (all visible to the
-// newest token). Scores: dot rounded, times 1/sqrt(hd) rounded; softmax in fp32, the
-// probabilities rounded; the weighted sum of values in fp32, rounded. kg/vg: [capacity, hd].
+// Attention of the `heads` query heads that share one kv head (q: [heads, hd], out likewise)
+// over positions 0..len-1 (all visible to the newest token); the kv head's rows are read once
+// for all of them. Per head: scores dot rounded, times 1/sqrt(hd) rounded; softmax in fp32,
+// the probabilities rounded; the weighted sum of values in fp32, rounded. kg/vg: [capacity, hd].
 template <class M>
-void attendHead(const float* q, const typename M::Storage* kg, const typename M::Storage* vg, int64_t len, int64_t hd,
-                float scale, std::vector<float>& scores, float* out) {
+void attendGroup(const float* q, int64_t heads, const typename M::Storage* kg, const typename M::Storage* vg,
+                 int64_t len, int64_t hd, float scale, std::vector<float>& scores, float* out) {
   using Bits = typename M::Bits;
-  scores.resize(size_t(len));
-  dotRows(q, reinterpret_cast<const Bits*>(kg), len, hd, scores.data());
-  float mx = -INFINITY;
-  for (float& sc : scores) mx = std::max(mx, sc = M::round(M::round(sc) * scale));
-  const float sum = expShifted(scores.data(), len, mx);
-  for (float& sc : scores) sc = M::round(sc / sum);
-  std::fill(out, out + hd, 0.0f);
-  weightedRows(scores.data(), reinterpret_cast<const Bits*>(vg), len, hd, out);
-  for (int64_t d = 0; d < hd; ++d) out[d] = M::round(out[d]);
+  scores.resize(size_t(heads * len));
+  dotRows(q, heads, reinterpret_cast<const Bits*>(kg), len, hd, scores.data(), len);
+  for (int64_t h = 0; h < heads; ++h) {
+    float* sh = scores.data() + h * len;
+    float mx = -INFINITY;
+    for (int64_t t = 0; t < len; ++t) mx = std::max(mx, sh[t] = M::round(M::round(sh[t]) * scale));
+    const float sum = expShifted(sh, len, mx);
+    for (int64_t t = 0; t < len; ++t) sh[t] = M::round(sh[t] / sum);
+  }
+  std::fill(out, out + heads * hd, 0.0f);
+  weightedRows(scores.data(), heads, len, reinterpret_cast<const Bits*>(vg), len, hd, out);
+  for (int64_t d = 0; d < heads * hd; ++d) out[d] = M::round(out[d]);
 }
 
 }  // namespace
@@ -238,8 +243,17 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
   int64_t maxLen = 0;
   for (int64_t b = 0; b < n; ++b) maxLen = std::max(maxLen, lengths[b] + 1);
   PhaseClock clock(times);
-  Scratch<M> s;
-  Rows x, h, q, k, v, o, attn, gate, up, down, cosv, sinv;
+  // Buffers kept per thread from step to step (a step's rows run on one thread): no
+  // allocation, page faults or zero fill per step. Not reentrant on a thread, as a step isn't.
+  struct Buffers {
+    Scratch<M> s;
+    Rows x, h, q, k, v, o, attn, gate, up, down, cosv, sinv;
+  };
+  thread_local Buffers buffers;
+  Scratch<M>& s = buffers.s;
+  Rows &x = buffers.x, &h = buffers.h, &q = buffers.q, &k = buffers.k, &v = buffers.v, &o = buffers.o;
+  Rows &attn = buffers.attn, &gate = buffers.gate, &up = buffers.up, &down = buffers.down;
+  Rows &cosv = buffers.cosv, &sinv = buffers.sinv;
   ropeTables<M>(lengths, n, invFreq_.data_ptr<float>(), half, cosv, sinv);
   x.resize(n, H);
   for (int64_t b = 0; b < n; ++b) {
@@ -249,11 +263,11 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
   const float scale = float(1.0 / std::sqrt(double(hd)));
 
   // project() plus the runtime LoRA terms, as linear() adds them.
-  const auto linear = [&](size_t layer, Proj p, const at::Tensor& wt, const at::Tensor& bias, const Rows& in, Rows& out) {
-    project<M>(wt, bias, in, out, s);
+  const auto linear = [&](size_t layer, Proj p, const at::Tensor& wt, const at::Tensor& bias, const Rows& in, Rows& dst) {
+    project<M>(wt, bias, in, dst, s);
     clock.charge(&DecodeTimes::matmul);
     if (!delta_) return;
-    addLora<M>(*delta_, layer, p, r0, in, out, s);
+    addLora<M>(*delta_, layer, p, r0, in, dst, s);
     clock.charge(&DecodeTimes::lora);
   };
 
@@ -278,17 +292,19 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
           vc[((b * nkv + g) * cap + pos) * hd + d] = M::store(v.row(b)[g * hd + d]);
         }
     }
-    // Every (row, query head) pair on its own; query head j reads kv head j / rep. Split over
-    // threads only when a chunk holds about a million multiply-adds: waking a thread team costs
-    // more than a small model's attention (on a busy machine, a timeslice).
+    // Every (row, kv head) pair on its own, with the rep query heads that read that kv head
+    // (heads g*rep … g*rep+rep-1, adjacent in q and o). Split over threads only when a chunk
+    // holds about a million multiply-adds: waking a thread team costs more than a small
+    // model's attention (on a busy machine, a timeslice).
     o.resize(n, nh * hd);
-    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(1, maxLen * hd));
-    at::parallel_for(0, n * nh, grain, [&](int64_t begin, int64_t end) {
-      std::vector<float> scores;
-      for (int64_t bj = begin; bj < end; ++bj) {
-        const int64_t b = bj / nh, j = bj % nh, g = j / rep;
+    const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(1, maxLen * hd * rep));
+    at::parallel_for(0, n * nkv, grain, [&](int64_t begin, int64_t end) {
+      thread_local std::vector<float> scores;
+      for (int64_t bg = begin; bg < end; ++bg) {
+        const int64_t b = bg / nkv, g = bg % nkv;
         const size_t off = size_t(((b * nkv + g) * cap) * hd);
-        attendHead<M>(q.row(b) + j * hd, kc + off, vc + off, lengths[b] + 1, hd, scale, scores, o.row(b) + j * hd);
+        attendGroup<M>(q.row(b) + g * rep * hd, rep, kc + off, vc + off, lengths[b] + 1, hd, scale, scores,
+                       o.row(b) + g * rep * hd);
       }
     });
     clock.charge(&DecodeTimes::attention);

@@ -42,10 +42,23 @@ double worstRelative(int64_t rows, int64_t k, int64_t n, unsigned seed) {
   }
   const int64_t ldy = rows + 3;  // Y's rows longer than W's row count: the stride is honoured
   std::vector<float> y(size_t(n * ldy), NAN);
-  const MatmulRows<T> xr(x.data(), n, k);
+  // Packed into a reused buffer that holds NaNs from "an earlier product" (larger than needed):
+  // every lane the kernels read must be written, padding included.
+  std::vector<T> buffer(size_t((n + 64) * (k + 1)));
+  if constexpr (std::is_same_v<T, float>) std::fill(buffer.begin(), buffer.end(), NAN);
+  else std::fill(buffer.begin(), buffer.end(), uint16_t(0x7FC0));
+  const MatmulRows<T> xr(x.data(), n, k, buffer);
   const int64_t split = rows / 3;  // two calls, as two threads would split W's rows
   matmulRows(w.data(), split, xr, y.data(), ldy);
   matmulRows(w.data() + split * k, rows - split, xr, y.data() + split, ldy);
+  {  // a fresh buffer of its own gives the same bits
+    std::vector<float> y2(y.size(), NAN);
+    const MatmulRows<T> own(x.data(), n, k);
+    matmulRows(w.data(), split, own, y2.data(), ldy);
+    matmulRows(w.data() + split * k, rows - split, own, y2.data() + split, ldy);
+    for (size_t i = 0; i < y.size(); ++i)
+      if (std::memcmp(&y[i], &y2[i], sizeof(float)) != 0) return INFINITY;
+  }
   double worst = 0;
   for (int64_t b = 0; b < n; ++b)
     for (int64_t r = 0; r < rows; ++r) {
@@ -120,33 +133,52 @@ class TestCpuMatmul : public QObject {
         }
   }
 
+  // Grouped-query attention rows: every head near the exact sums, and each head of a group
+  // bit-identical to the same head computed alone (heads = 1), f32 and bf16 cached rows.
   void attentionRows() {
     std::mt19937 rng(3);
     std::normal_distribution<float> normal;
     for (int64_t hd : {32, 40, 64, 128})
-      for (int64_t len : {1, 3, 4, 9, 70}) {
-        std::vector<float> q(static_cast<size_t>(hd)), k(static_cast<size_t>(len * hd)), p(static_cast<size_t>(len)),
-            s(static_cast<size_t>(len)), out(static_cast<size_t>(hd), 1.0f);
-        std::vector<uint16_t> kb(k.size());
-        for (auto& v : q) v = normal(rng);
-        for (size_t i = 0; i < k.size(); ++i) k[i] = fromBf16(kb[i] = toBf16(normal(rng)));
-        for (auto& v : p) v = std::fabs(normal(rng));
-        for (int pass = 0; pass < 2; ++pass) {
-          pass ? dotRows(q.data(), kb.data(), len, hd, s.data()) : dotRows(q.data(), k.data(), len, hd, s.data());
-          for (int64_t t = 0; t < len; ++t) {
-            double exact = 0;
-            for (int64_t d = 0; d < hd; ++d) exact += double(q[size_t(d)]) * k[size_t(t * hd + d)];
-            QVERIFY(std::fabs(s[size_t(t)] - exact) < 1e-4);
-          }
-          std::fill(out.begin(), out.end(), 1.0f);
-          pass ? weightedRows(p.data(), kb.data(), len, hd, out.data()) : weightedRows(p.data(), k.data(), len, hd, out.data());
-          for (int64_t d = 0; d < hd; ++d) {
-            double exact = 1.0;
-            for (int64_t t = 0; t < len; ++t) exact += double(p[size_t(t)]) * k[size_t(t * hd + d)];
-            QVERIFY(std::fabs(out[size_t(d)] - exact) < 1e-4);
+      for (int64_t len : {1, 3, 4, 9, 70})
+        for (int64_t heads : {1, 2, 3, 4, 7, 8}) {
+          const auto sz = [](int64_t m) { return static_cast<size_t>(m); };
+          std::vector<float> q(sz(heads * hd)), k(sz(len * hd)), p(sz(heads * len)), s(sz(heads * len)),
+              out(sz(heads * hd)), alone(sz(hd));
+          std::vector<uint16_t> kb(k.size());
+          for (auto& v : q) v = normal(rng);
+          for (size_t i = 0; i < k.size(); ++i) k[i] = fromBf16(kb[i] = toBf16(normal(rng)));
+          for (auto& v : p) v = std::fabs(normal(rng));
+          const QString where = QString("hd %1 len %2 heads %3").arg(hd).arg(len).arg(heads);
+          for (int pass = 0; pass < 2; ++pass) {
+            const auto dot = [&](const float* qh, int64_t nh, float* sh) {
+              pass ? dotRows(qh, nh, kb.data(), len, hd, sh, len) : dotRows(qh, nh, k.data(), len, hd, sh, len);
+            };
+            const auto weighted = [&](const float* ph, int64_t nh, float* oh) {
+              pass ? weightedRows(ph, nh, len, kb.data(), len, hd, oh) : weightedRows(ph, nh, len, k.data(), len, hd, oh);
+            };
+            dot(q.data(), heads, s.data());
+            std::fill(out.begin(), out.end(), 1.0f);
+            weighted(p.data(), heads, out.data());
+            for (int64_t h = 0; h < heads; ++h) {
+              for (int64_t t = 0; t < len; ++t) {
+                double exact = 0;
+                for (int64_t d = 0; d < hd; ++d) exact += double(q[sz(h * hd + d)]) * k[sz(t * hd + d)];
+                QVERIFY2(std::fabs(s[sz(h * len + t)] - exact) < 1e-4, qPrintable(where));
+              }
+              for (int64_t d = 0; d < hd; ++d) {
+                double exact = 1.0;
+                for (int64_t t = 0; t < len; ++t) exact += double(p[sz(h * len + t)]) * k[sz(t * hd + d)];
+                QVERIFY2(std::fabs(out[sz(h * hd + d)] - exact) < 1e-4, qPrintable(where));
+              }
+              std::vector<float> sAlone(sz(len));
+              dot(q.data() + h * hd, 1, sAlone.data());
+              QVERIFY2(std::memcmp(sAlone.data(), s.data() + h * len, sz(len) * sizeof(float)) == 0, qPrintable(where));
+              std::fill(alone.begin(), alone.end(), 1.0f);
+              weighted(p.data() + h * len, 1, alone.data());
+              QVERIFY2(std::memcmp(alone.data(), out.data() + h * hd, sz(hd) * sizeof(float)) == 0, qPrintable(where));
+            }
           }
         }
-      }
   }
 
   // Within 2 ulp of std::exp over softmax's range (below e^-87 both are ~0), and the returned sum.
