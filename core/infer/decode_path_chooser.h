@@ -5,8 +5,8 @@
 // op-by-op ATen path. Which is faster depends on
 // the model, the dtype, the machine and n (the fused step wins at small n on small models;
 // a large batch of a large model can favour ATen's GEMMs), so the scheduler measures: each
-// path is tried a few times at each batch size, then the faster one (its best step time,
-// robust to other processes' interference) runs, and all are measured again after 512,
+// path is tried a few times at each batch size, the paths taking turns, then the faster one
+// (its best step time, robust to other processes' interference) runs, and all are measured again after 512,
 // 1024, 2048 … steps of that size. The split is tried only where it can split (2+ threads,
 // 2+ rows). Torch-free; the scheduler thread owns it.
 

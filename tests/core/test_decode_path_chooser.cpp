@@ -24,12 +24,11 @@ class TestDecodePathChooser : public QObject {
  private slots:
   void triesBothThenPicksTheFaster() {
     DecodePathChooser c;
-    // fused: one slow try, then fast ones — the best of the tries counts: noise only slows a step
+    // the paths take turns; fused: one slow try, then fast ones — the best of the tries
+    // counts: noise only slows a step
     for (int i = 0; i < DecodePathChooser::kTries; ++i) {
       QCOMPARE(c.pick(8), DecodePath::Fused);
       c.record(8, DecodePath::Fused, i == 0 ? 0.010 : 0.004);
-    }
-    for (int i = 0; i < DecodePathChooser::kTries; ++i) {
       QCOMPARE(c.pick(8), DecodePath::OpByOp);
       c.record(8, DecodePath::OpByOp, 0.005 + 0.001 * i);
     }
@@ -53,6 +52,21 @@ class TestDecodePathChooser : public QObject {
     QCOMPARE(QString::fromStdString(c.summary()), QString("4:op-by-op"));
     const int slowTries = run(c, 4, 4000, 0.003, 0.002);
     QCOMPARE(slowTries, 4000 - 2 * DecodePathChooser::kTries);  // re-checks at +1024 and +2048 only
+  }
+
+  // A burst of load as long as a path's tries (other threads busy for a few steps) slows
+  // steps of every path, never all the tries of one: the faster path is still chosen.
+  void aBurstOfLoadSlowsEveryPathAlike() {
+    for (int burstStart = 0; burstStart + DecodePathChooser::kTries <= 3 * DecodePathChooser::kTries; ++burstStart) {
+      DecodePathChooser c(true);
+      const auto cost = [](DecodePath p) { return p == DecodePath::Fused ? 0.004 : p == DecodePath::OpByOp ? 0.006 : 0.0025; };
+      for (int step = 0; step < 60; ++step) {
+        const DecodePath p = c.pick(8);
+        const bool burst = step >= burstStart && step < burstStart + DecodePathChooser::kTries;
+        c.record(8, p, cost(p) * (burst ? 3.0 : 1.0));
+      }
+      QCOMPARE(QString::fromStdString(c.summary()), QString("8:fused-split"));
+    }
   }
 
   // With 2+ threads the fused step split into row groups is a third candidate, for 2+ rows.
