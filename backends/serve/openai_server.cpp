@@ -11,6 +11,7 @@
 #include <ctime>
 #include <deque>
 #include <mutex>
+#include <stdexcept>
 #include <random>
 #include <thread>
 
@@ -107,6 +108,33 @@ json textChoice(const Meta& m, const std::string& text, const json& finish, cons
 std::string dumpText(const json& j) { return j.dump(-1, ' ', false, json::error_handler_t::replace); }
 
 std::string frame(const json& j) { return "data: " + dumpText(j) + "\n\n"; }
+
+// A token's frame is the same bytes for every token of a request but for its text: dumped
+// once around a marker and split there, then each token costs one string escape instead of
+// building and dumping a JSON tree (at tens of thousands of tokens a second, that was a
+// visible share of a small model's serving time). Same bytes as frame(chunk(textChoice(…))).
+class TokenFrames {
+ public:
+  explicit TokenFrames(const Meta& m) {
+    const std::string marker = "\x01crosslab-token\x01";
+    const std::string whole = frame(chunk(m, textChoice(m, marker, nullptr, nullptr)));
+    const std::string escaped = quoted(marker);
+    const size_t at = whole.find(escaped);
+    if (at == std::string::npos || whole.find(escaped, at + 1) != std::string::npos)
+      throw std::logic_error("token frame: marker not found once");
+    head_ = whole.substr(0, at);
+    tail_ = whole.substr(at + escaped.size());
+  }
+  void append(std::string& out, const std::string& text) const {
+    out += head_;
+    out += quoted(text);
+    out += tail_;
+  }
+
+ private:
+  static std::string quoted(const std::string& text) { return dumpText(json(text)); }
+  std::string head_, tail_;
+};
 
 }  // namespace
 
@@ -235,7 +263,8 @@ void OpenAiServer::Impl::respondStream(httplib::Response& res, const Meta& meta,
   auto finished = std::make_shared<bool>(false);
   auto roleSent = std::make_shared<bool>(false);
   infer::BatchScheduler* engine_ = &engine;
-  const auto provider = [meta, ch, finished, roleSent, includeUsage](size_t, httplib::DataSink& sink) {
+  auto tokenFrames = std::make_shared<const TokenFrames>(meta);
+  const auto provider = [meta, ch, finished, roleSent, includeUsage, tokenFrames](size_t, httplib::DataSink& sink) {
     std::string out;
     if (meta.chat && !*roleSent) {  // vLLM: the first chat delta carries the role
       json c = chunk(meta, {{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
@@ -245,7 +274,7 @@ void OpenAiServer::Impl::respondStream(httplib::Response& res, const Meta& meta,
     }
     for (auto& e : ch->take(std::chrono::milliseconds(200))) {
       if (!e.done) {
-        out += frame(chunk(meta, textChoice(meta, e.text, nullptr, nullptr)));
+        tokenFrames->append(out, e.text);
         continue;
       }
       const infer::ServeResult& r = e.result;

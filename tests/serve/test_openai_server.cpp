@@ -123,6 +123,7 @@ class TestOpenAiServer : public QObject {
       const json f = json::parse(frames[i]);
       QCOMPARE(f["object"].get<std::string>(), std::string("text_completion"));
       QVERIFY(f["choices"][0]["finish_reason"].is_null());
+      QCOMPARE(f.dump(), frames[i]);  // compact, keys in order: as the JSON library writes a chunk
       text += f["choices"][0]["text"].get<std::string>();
     }
     QCOMPARE(text, w["choices"][0]["text"].get<std::string>());
@@ -161,6 +162,7 @@ class TestOpenAiServer : public QObject {
     for (size_t i = 1; i + 2 < frames.size(); ++i) {
       const json f = json::parse(frames[i]);
       QVERIFY(!f.contains("usage") || f["usage"].is_null());
+      QCOMPARE(f.dump(), frames[i]);
       text += f["choices"][0]["delta"]["content"].get<std::string>();
     }
     QCOMPARE(text, w["choices"][0]["message"]["content"].get<std::string>());
