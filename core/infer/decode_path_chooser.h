@@ -6,8 +6,10 @@
 // the model, the dtype, the machine and n (the fused step wins at small n on small models;
 // a large batch of a large model can favour ATen's GEMMs), so the scheduler measures: each
 // path is tried a few times at each batch size, the paths taking turns, then the faster one
-// (its best step time, robust to other processes' interference) runs, and all are measured again after 512,
-// 1024, 2048 … steps of that size. The split is tried only where it can split (2+ threads,
+// (its best step time, robust to other processes' interference) runs, and all are measured again after 64,
+// 128, 256 … steps of that size: the first choice is made while requests are still arriving
+// (a serving run's HTTP threads busiest, which slows the split step most), so it is confirmed
+// soon, in the steady state, and then ever less often. The split is tried only where it can split (2+ threads,
 // 2+ rows). Torch-free; the scheduler thread owns it.
 
 #include <array>
@@ -24,7 +26,7 @@ class DecodePathChooser {
  public:
   static constexpr int kTries = 4;            // timed steps per path before choosing (best of 4: one
                                               // noisy step among 2 picked the slower path at c=8)
-  static constexpr uint64_t kRecheck = 512;   // steps of one size before the first re-check
+  static constexpr uint64_t kRecheck = 64;    // steps of one size before the first re-check
   static constexpr size_t kPaths = 3;
 
   // split: FusedSplit is a candidate (the scheduler has 2+ threads) for batches of 2+ rows.

@@ -1,5 +1,6 @@
 // DecodePathChooser: tries each decode path at each batch size, then runs the faster one by
-// its best measured step time, and measures both again after 512, 1024 … steps of a size.
+// its best measured step time, and measures them again after kRecheck, 2 kRecheck, 4 kRecheck …
+// steps of a size.
 #include <QtTest>
 
 #include "core/infer/decode_path_chooser.h"
@@ -32,7 +33,8 @@ class TestDecodePathChooser : public QObject {
       QCOMPARE(c.pick(8), DecodePath::OpByOp);
       c.record(8, DecodePath::OpByOp, 0.005 + 0.001 * i);
     }
-    for (int i = 0; i < 100; ++i) QCOMPARE(c.pick(8), DecodePath::Fused);
+    for (int i = 2 * DecodePathChooser::kTries; i + 1 < int(DecodePathChooser::kRecheck); ++i)  // up to the re-check
+      QCOMPARE(c.pick(8), DecodePath::Fused);
     QCOMPARE(QString::fromStdString(c.summary()), QString("8:fused"));
   }
 
@@ -46,12 +48,15 @@ class TestDecodePathChooser : public QObject {
   // The machine changes (another process, a larger context): the choice follows, by re-measuring.
   void measuresAgainLaterAndLessOften() {
     DecodePathChooser c;
-    run(c, 4, 500, 0.001, 0.002);
+    const int k = int(DecodePathChooser::kRecheck), tries = DecodePathChooser::kTries;
+    run(c, 4, k - 1, 0.001, 0.002);
     QCOMPARE(QString::fromStdString(c.summary()), QString("4:fused"));
-    run(c, 4, 100, 0.003, 0.002);  // the re-check at step 512 sees the change
+    run(c, 4, 2 * tries + 1, 0.003, 0.002);  // the re-check at step k sees the change
     QCOMPARE(QString::fromStdString(c.summary()), QString("4:op-by-op"));
-    const int slowTries = run(c, 4, 4000, 0.003, 0.002);
-    QCOMPARE(slowTries, 4000 - 2 * DecodePathChooser::kTries);  // re-checks at +1024 and +2048 only
+    // up to step 15k - 1: re-checks at 3k and 7k only (after 2k, then 4k steps), each trying fused kTries times
+    const int steps = 15 * k - 1 - (k + 2 * tries);
+    const int opSteps = run(c, 4, steps, 0.003, 0.002);
+    QCOMPARE(steps - opSteps, 2 * tries);
   }
 
   // A burst of load as long as a path's tries (other threads busy for a few steps) slows
