@@ -6,7 +6,7 @@
 //
 //   serve_bench --model DIR --lora DIR [--levels 1,8,32] [--tokens 64] [--rounds 2]
 //               [--prompt-len 32] [--dtype f32|bf16] [--max-batch 32] [--threads T] [--load map|copy]
-//               [--modes merged,runtime] [--peak on|off]
+//               [--modes merged,runtime] [--peak on|off] [--decode-path auto|fused|fused-split|op-by-op]
 // Prints the compute peak it measures, one JSON line per (mode, level) and a summary line with
 // the ratios. Each level's line says where the time went: the process's CPU seconds by thread
 // (the engine thread and its OpenMP workers, the HTTP server's threads, the client's), the
@@ -40,7 +40,7 @@ using Clock = std::chrono::steady_clock;
 namespace {
 
 struct Options {
-  std::string model, lora, dtype = "f32", load = "map";
+  std::string model, lora, dtype = "f32", load = "map", decodePath = "auto";
   std::vector<int> levels = {1, 8, 32};
   std::vector<std::string> modes = {"merged", "runtime"};
   int tokens = 64, rounds = 2, promptLen = 32, maxBatch = 32, threads = 0;
@@ -60,6 +60,7 @@ Options parse(int argc, char** argv) {
     else if (k == "--max-batch") o.maxBatch = std::stoi(v);
     else if (k == "--threads") o.threads = std::stoi(v);
     else if (k == "--load") o.load = v;
+    else if (k == "--decode-path") o.decodePath = v;
     else if (k == "--peak") o.peak = v != "off";
     else if (k == "--modes") {
       o.modes.clear();
@@ -170,6 +171,7 @@ std::map<int, double> runMode(const Options& o, bool merged, double peakGflops) 
   so.dtype = o.dtype;
   so.threads = o.threads;
   so.copyWeights = o.load == "copy";
+  so.decodePath = o.decodePath;
   serve::ServerOptions opt;
   opt.baseModelId = "base";
   opt.port = 0;
