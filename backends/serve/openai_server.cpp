@@ -111,8 +111,7 @@ std::string frame(const json& j) { return "data: " + dumpText(j) + "\n\n"; }
 
 // A token's frame is the same bytes for every token of a request but for its text: dumped
 // once around a marker and split there, then each token costs one string escape instead of
-// building and dumping a JSON tree (at tens of thousands of tokens a second, that was a
-// visible share of a small model's serving time). Same bytes as frame(chunk(textChoice(…))).
+// building and dumping a JSON tree of five objects. Same bytes as frame(chunk(textChoice(…))).
 class TokenFrames {
  public:
   explicit TokenFrames(const Meta& m) {
