@@ -2,15 +2,25 @@
 // Which decode path the batch scheduler runs for a batch of n rows: the fused CPU step
 // (core/model/llama_decode_cpu.cpp), the same step with its rows split into one group per
 // thread (each group through every layer on its own: LlamaModel::setDecodeSplit), or the
-// op-by-op ATen path. Which is faster depends on
-// the model, the dtype, the machine and n (the fused step wins at small n on small models;
-// a large batch of a large model can favour ATen's GEMMs), so the scheduler measures: each
-// path is tried a few times at each batch size, the paths taking turns, then the faster one
-// (its best step time, robust to other processes' interference) runs, and all are measured again after 64,
-// 128, 256 … steps of that size: the first choice is made while requests are still arriving
-// (a serving run's HTTP threads busiest, which slows the split step most), so it is confirmed
-// soon, in the steady state, and then ever less often. The split is tried only where it can split (2+ threads,
-// 2+ rows). Torch-free; the scheduler thread owns it.
+// op-by-op ATen path. Which is faster depends on the model, the dtype, the machine, n and the
+// context length (the fused step wins at small n on small models; the split one as attention
+// over a growing context takes over; a large batch of a large model can favour ATen's GEMMs),
+// so the scheduler measures:
+//   - each path runs kTries turns of kTurn consecutive steps at each batch size, the paths
+//     taking turns (a burst of load from other threads, such as a serving run's HTTP threads,
+//     slows every path's turns alike); the first kWarmup steps of a turn are not timed: after
+//     a switch a path runs slow for a few steps (the split one's worker thread and idle core
+//     waking: 2-3x a steady step on the demo model for ~3 steps, enough to lose to the unsplit
+//     step when tries alternated step by step);
+//   - then the fastest by its best timed step runs (robust to interference, which only slows);
+//   - all are measured again after 64, 128, 256 … steps of that size: the first choice is made
+//     at the shortest contexts, while requests are still arriving, so it is confirmed soon and
+//     then ever less often. A path whose timed step takes more than twice another path's
+//     best stops there until the next re-check (op-by-op on a small model is 5-10x slower:
+//     8 of its steps per measurement cost a sixth of a 256-token run; the split step's very
+//     first steps, starting its thread, can be as slow, so nothing is dropped for good).
+// The split is tried only where it can split (2+ threads, 2+ rows). Torch-free; the scheduler
+// thread owns it.
 
 #include <array>
 #include <cstdint>
@@ -24,8 +34,10 @@ const char* decodePathName(DecodePath p);  // "fused", "op-by-op", "fused-split"
 
 class DecodePathChooser {
  public:
-  static constexpr int kTries = 4;            // timed steps per path before choosing (best of 4: one
-                                              // noisy step among 2 picked the slower path at c=8)
+  static constexpr int kTries = 2;    // turns per path before choosing
+  static constexpr int kTurn = 4;     // steps in a turn
+  static constexpr int kWarmup = 2;   // untimed steps at the start of a turn: the best of the
+                                      // kTries x (kTurn - kWarmup) = 4 timed steps counts
   static constexpr uint64_t kRecheck = 64;    // steps of one size before the first re-check
   static constexpr size_t kPaths = 3;
 
@@ -42,7 +54,8 @@ class DecodePathChooser {
  private:
   struct Size {
     std::array<double, kPaths> best{};  // per path; 0 = not measured yet
-    std::array<int, kPaths> tries{};
+    std::array<int, kPaths> tries{};    // turns done
+    int turnPath = 0, turnLeft = 0;     // the turn under way: its path and steps to go
     uint64_t used = 0, recheckAt = kRecheck;
   };
   size_t candidates(int rows) const { return split_ && rows >= 2 ? 3 : 2; }
