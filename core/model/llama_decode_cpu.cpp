@@ -21,6 +21,7 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <memory>
 #include <stdexcept>
 #include <type_traits>
 #include <vector>
@@ -79,26 +80,42 @@ class PhaseClock {
   std::chrono::steady_clock::time_point last_;
 };
 
+// The X side of products, prepared once for every weight matrix that reads it (Q, K, V and
+// their LoRA shrinks read the same normalised rows; so do gate and up): X in the storage type
+// and, for 16+ rows, packed for the kernels (core/model/cpu_matmul.h). Buffers are reused.
+template <class M>
+struct PreparedX {
+  using Bits = typename M::Bits;
+  std::vector<typename M::Storage> xs;
+  std::vector<Bits> packed;
+  std::unique_ptr<MatmulRows<Bits>> rows;
+  const Rows* source = nullptr;
+  void prepare(const Rows& x) {
+    xs.resize(x.v.size());
+    for (size_t i = 0; i < xs.size(); ++i) xs[i] = M::store(x.v[i]);  // exact: x is already rounded
+    rows = std::make_unique<MatmulRows<Bits>>(reinterpret_cast<const Bits*>(xs.data()), x.n, x.width, packed);
+    source = &x;
+  }
+};
+
 template <class M>
 struct Scratch {
-  std::vector<typename M::Storage> xs;  // X in the storage type, for the kernels
-  std::vector<typename M::Bits> packed;  // X packed for the kernels (n >= 16)
+  PreparedX<M> in;        // a layer input, shared by the products that read it
+  PreparedX<M> gathered;  // one adapter's rows of it, when not all rows have that adapter
   std::vector<LoraRows> groups;
   std::vector<int64_t> local;  // one adapter's rows within this step's row range, 0-based
-  Rows gathered, mid, loraOut;
+  Rows gatheredRows, mid, loraOut;
 };
 
 // Y [n, out] = X [n, k] Wᵀ in fp32, W [out, k] in the storage type. W's rows are split across
 // the thread pool only when a chunk holds at least 64K weights: small matrices stay on the
 // calling thread. Each chunk streams its rows once for all n rows.
 template <class M>
-void matmul(const at::Tensor& w, const Rows& x, Rows& y, Scratch<M>& s) {
+void matmul(const at::Tensor& w, const PreparedX<M>& x, Rows& y) {
   using Bits = typename M::Bits;
-  const int64_t out = w.size(0), k = w.size(1), n = x.n;
+  const MatmulRows<Bits>& rows = *x.rows;
+  const int64_t out = w.size(0), k = w.size(1), n = rows.n;
   y.resize(n, out);
-  s.xs.resize(size_t(n * k));
-  for (size_t i = 0; i < s.xs.size(); ++i) s.xs[i] = M::store(x.v[i]);  // exact: x is already rounded
-  const MatmulRows<Bits> rows(reinterpret_cast<const Bits*>(s.xs.data()), n, k, s.packed);
   const auto* wp = reinterpret_cast<const Bits*>(w.data_ptr<typename M::Storage>());
   float* yp = y.v.data();
   const int64_t grain = std::max<int64_t>(16, (int64_t(1) << 16) / std::max<int64_t>(1, k));
@@ -107,8 +124,8 @@ void matmul(const at::Tensor& w, const Rows& x, Rows& y, Scratch<M>& s) {
 
 // project(): X Wᵀ (+ b in fp32), rounded once to the dtype.
 template <class M>
-void project(const at::Tensor& w, const at::Tensor& bias, const Rows& x, Rows& y, Scratch<M>& s) {
-  matmul<M>(w, x, y, s);
+void project(const at::Tensor& w, const at::Tensor& bias, const PreparedX<M>& x, Rows& y) {
+  matmul<M>(w, x, y);
   if (bias.defined()) {
     const at::Tensor bf = bias.to(at::kFloat).contiguous();
     const float* bp = bf.data_ptr<float>();
@@ -120,26 +137,28 @@ void project(const at::Tensor& w, const at::Tensor& bias, const Rows& x, Rows& y
 
 // The runtime LoRA terms of one projection, as the op-by-op path adds them per row:
 // out + round(round(x Aᵀ) Bᵀ), rounded. Rows sharing an adapter go through A and B together.
-// `in` and `out` hold batch rows r0, r0+1, …; an adapter's rows outside them are not ours.
+// `in` (prepared) and `out` hold batch rows r0, r0+1, …; an adapter's rows outside them are not ours.
 template <class M>
-void addLora(const ProjectionDelta& delta, size_t layer, Proj p, int64_t r0, const Rows& in, Rows& out,
+void addLora(const ProjectionDelta& delta, size_t layer, Proj p, int64_t r0, const PreparedX<M>& in, Rows& out,
              Scratch<M>& s) {
+  const Rows& inRows = *in.source;
   s.groups.clear();
   delta.loraGroups(layer, p, s.groups);
   for (const LoraRows& g : s.groups) {
     s.local.clear();
     for (int64_t r : *g.rows)
-      if (r >= r0 && r < r0 + in.n) s.local.push_back(r - r0);
+      if (r >= r0 && r < r0 + inRows.n) s.local.push_back(r - r0);
     if (s.local.empty()) continue;
     const std::vector<int64_t>& rows = s.local;
-    const Rows* x = &in;
-    if (int64_t(rows.size()) != in.n) {  // gather this adapter's rows
-      s.gathered.resize(int64_t(rows.size()), in.width);
+    const PreparedX<M>* x = &in;
+    if (int64_t(rows.size()) != inRows.n) {  // gather this adapter's rows
+      s.gatheredRows.resize(int64_t(rows.size()), inRows.width);
       for (size_t i = 0; i < rows.size(); ++i)
-        std::memcpy(s.gathered.row(int64_t(i)), in.row(rows[i]), sizeof(float) * size_t(in.width));
+        std::memcpy(s.gatheredRows.row(int64_t(i)), inRows.row(rows[i]), sizeof(float) * size_t(inRows.width));
+      s.gathered.prepare(s.gatheredRows);
       x = &s.gathered;
     }
-    matmul<M>(*g.a, *x, s.mid, s);  // shrink: [rows, r]
+    matmul<M>(*g.a, *x, s.mid);  // shrink: [rows, r]
     for (float& v : s.mid.v) v = M::round(v);
     // expand through Bᵀ: FMAs along the output, none of a gemv's per-output sums over the rank
     using Bits = typename M::Bits;
@@ -262,9 +281,10 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
   }
   const float scale = float(1.0 / std::sqrt(double(hd)));
 
-  // project() plus the runtime LoRA terms, as linear() adds them.
-  const auto linear = [&](size_t layer, Proj p, const at::Tensor& wt, const at::Tensor& bias, const Rows& in, Rows& dst) {
-    project<M>(wt, bias, in, dst, s);
+  // project() plus the runtime LoRA terms, as linear() adds them; `in` prepared by the caller.
+  const auto linear = [&](size_t layer, Proj p, const at::Tensor& wt, const at::Tensor& bias, const PreparedX<M>& in,
+                          Rows& dst) {
+    project<M>(wt, bias, in, dst);
     clock.charge(&DecodeTimes::matmul);
     if (!delta_) return;
     addLora<M>(*delta_, layer, p, r0, in, dst, s);
@@ -275,9 +295,10 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
     const LlamaLayerWeights& w = weights_.layers[l];
     rmsNorm<M>(x, w.inputNorm, c.rmsNormEps, h);
     clock.charge(&DecodeTimes::other);
-    linear(l, Proj::Q, w.wq, w.bq, h, q);  // [n, nh*hd]
-    linear(l, Proj::K, w.wk, w.bk, h, k);  // [n, nkv*hd]
-    linear(l, Proj::V, w.wv, w.bv, h, v);  // [n, nkv*hd]
+    s.in.prepare(h);
+    linear(l, Proj::Q, w.wq, w.bq, s.in, q);  // [n, nh*hd]
+    linear(l, Proj::K, w.wk, w.bk, s.in, k);  // [n, nkv*hd]
+    linear(l, Proj::V, w.wv, w.bv, s.in, v);  // [n, nkv*hd]
 
     // Cache layout [B, nkv, capacity, hd]: batch row r0+b's keys/values of kv head g at [r0+b, g].
     S* kc = cache.keys[l].data_ptr<S>() + r0 * nkv * cap * hd;
@@ -308,17 +329,20 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
       }
     });
     clock.charge(&DecodeTimes::attention);
-    linear(l, Proj::O, w.wo, w.bo, o, attn);
+    s.in.prepare(o);
+    linear(l, Proj::O, w.wo, w.bo, s.in, attn);
     for (size_t i = 0; i < x.v.size(); ++i) x.v[i] = M::round(x.v[i] + attn.v[i]);
 
     rmsNorm<M>(x, w.postNorm, c.rmsNormEps, h);
     clock.charge(&DecodeTimes::other);
-    linear(l, Proj::Gate, w.wGate, w.bGate, h, gate);
-    linear(l, Proj::Up, w.wUp, w.bUp, h, up);
+    s.in.prepare(h);
+    linear(l, Proj::Gate, w.wGate, w.bGate, s.in, gate);
+    linear(l, Proj::Up, w.wUp, w.bUp, s.in, up);
     siluInPlace(gate.v.data(), int64_t(gate.v.size()));
     for (size_t i = 0; i < gate.v.size(); ++i) gate.v[i] = M::round(M::round(gate.v[i]) * up.v[i]);  // silu(gate) * up
     clock.charge(&DecodeTimes::other);
-    linear(l, Proj::Down, w.wDown, w.bDown, gate, down);
+    s.in.prepare(gate);
+    linear(l, Proj::Down, w.wDown, w.bDown, s.in, down);
     for (size_t i = 0; i < x.v.size(); ++i) x.v[i] = M::round(x.v[i] + down.v[i]);
   }
 
