@@ -35,6 +35,7 @@ namespace {
 
 // Activations are held in fp32; M::round rounds them to what the dtype can store.
 struct F32Math {
+  static constexpr bool kBf16 = false;
   using Storage = float;
   using Bits = float;  // what the matmul kernels take
   static float round(float x) { return x; }
@@ -42,6 +43,7 @@ struct F32Math {
   static float store(float x) { return x; }
 };
 struct Bf16Math {
+  static constexpr bool kBf16 = true;
   using Storage = at::BFloat16;
   using Bits = uint16_t;
   static float round(float x) { return float(at::BFloat16(x)); }
@@ -132,7 +134,7 @@ void project(const at::Tensor& w, const at::Tensor& bias, const PreparedX<M>& x,
     for (int64_t b = 0; b < y.n; ++b)
       for (int64_t i = 0; i < y.width; ++i) y.row(b)[i] += bp[i];
   }
-  for (float& v : y.v) v = M::round(v);
+  if (M::kBf16) roundBf16(y.v.data(), int64_t(y.v.size()));
 }
 
 // The runtime LoRA terms of one projection, as the op-by-op path adds them per row:
@@ -159,7 +161,7 @@ void addLora(const ProjectionDelta& delta, size_t layer, Proj p, int64_t r0, con
       x = &s.gathered;
     }
     matmul<M>(*g.a, *x, s.mid);  // shrink: [rows, r]
-    for (float& v : s.mid.v) v = M::round(v);
+    if (M::kBf16) roundBf16(s.mid.v.data(), int64_t(s.mid.v.size()));
     // expand through Bᵀ: FMAs along the output, none of a gemv's per-output sums over the rank
     using Bits = typename M::Bits;
     const int64_t r = g.bt->size(0), outW = g.bt->size(1);
@@ -169,7 +171,7 @@ void addLora(const ProjectionDelta& delta, size_t layer, Proj p, int64_t r0, con
     for (size_t i = 0; i < rows.size(); ++i) {
       float* o = out.row(rows[i]);
       const float* d = s.loraOut.row(int64_t(i));
-      for (int64_t j = 0; j < out.width; ++j) o[j] = M::round(o[j] + M::round(d[j]));
+      addRound(o, d, out.width, true, M::kBf16);
     }
   }
 }
@@ -224,14 +226,13 @@ void attendGroup(const float* q, int64_t heads, const typename M::Storage* kg, c
   dotRows(q, heads, reinterpret_cast<const Bits*>(kg), len, hd, scores.data(), len);
   for (int64_t h = 0; h < heads; ++h) {
     float* sh = scores.data() + h * len;
-    float mx = -INFINITY;
-    for (int64_t t = 0; t < len; ++t) mx = std::max(mx, sh[t] = M::round(M::round(sh[t]) * scale));
+    const float mx = scaleRoundMax(sh, len, scale, M::kBf16);
     const float sum = expShifted(sh, len, mx);
-    for (int64_t t = 0; t < len; ++t) sh[t] = M::round(sh[t] / sum);
+    divideRound(sh, len, sum, M::kBf16);
   }
   std::fill(out, out + heads * hd, 0.0f);
   weightedRows(scores.data(), heads, len, reinterpret_cast<const Bits*>(vg), len, hd, out);
-  for (int64_t d = 0; d < heads * hd; ++d) out[d] = M::round(out[d]);
+  if (M::kBf16) roundBf16(out, heads * hd);
 }
 
 }  // namespace
@@ -331,7 +332,7 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
     clock.charge(&DecodeTimes::attention);
     s.in.prepare(o);
     linear(l, Proj::O, w.wo, w.bo, s.in, attn);
-    for (size_t i = 0; i < x.v.size(); ++i) x.v[i] = M::round(x.v[i] + attn.v[i]);
+    addRound(x.v.data(), attn.v.data(), int64_t(x.v.size()), false, M::kBf16);
 
     rmsNorm<M>(x, w.postNorm, c.rmsNormEps, h);
     clock.charge(&DecodeTimes::other);
@@ -339,11 +340,11 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
     linear(l, Proj::Gate, w.wGate, w.bGate, s.in, gate);
     linear(l, Proj::Up, w.wUp, w.bUp, s.in, up);
     siluInPlace(gate.v.data(), int64_t(gate.v.size()));
-    for (size_t i = 0; i < gate.v.size(); ++i) gate.v[i] = M::round(M::round(gate.v[i]) * up.v[i]);  // silu(gate) * up
+    mulRound(gate.v.data(), up.v.data(), int64_t(gate.v.size()), M::kBf16);  // silu(gate) * up
     clock.charge(&DecodeTimes::other);
     s.in.prepare(gate);
     linear(l, Proj::Down, w.wDown, w.bDown, s.in, down);
-    for (size_t i = 0; i < x.v.size(); ++i) x.v[i] = M::round(x.v[i] + down.v[i]);
+    addRound(x.v.data(), down.v.data(), int64_t(x.v.size()), false, M::kBf16);
   }
 
   rmsNorm<M>(x, weights_.finalNorm, c.rmsNormEps, h);

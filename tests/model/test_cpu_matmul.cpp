@@ -3,6 +3,8 @@
 // too), fp32 and bf16; the attention rows and the softmax exponential.
 #include <QtTest>
 
+#include <c10/util/BFloat16.h>
+
 #include <cmath>
 #include <cstring>
 #include <random>
@@ -179,6 +181,56 @@ class TestCpuMatmul : public QObject {
             }
           }
         }
+  }
+
+  // The elementwise steps round as c10::BFloat16 does (the op-by-op path's conversion), bit
+  // for bit, on every kind of float (ties to even, denormals, infinities, NaN payloads), and in
+  // fp32 mode compute plain fp32; every length's tail.
+  void elementwiseStepsRoundAsC10() {
+    const auto c10r = [](float x) { return float(c10::BFloat16(x)); };
+    const auto same = [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; };
+    std::vector<float> special = {0.0f, -0.0f, 1.0f, -1.0f, 1e-45f, -1e-45f, 1e-39f, 1.17549435e-38f, 3.4028235e38f,
+                                  -3.4028235e38f, INFINITY, -INFINITY, NAN, -NAN};
+    for (uint32_t bits : {0x3F808000u, 0x3F818000u, 0x3F807FFFu, 0x7F7FFFFFu, 0x7F800001u, 0xFFC12345u, 0x007FFFFFu, 0x00008000u})
+      special.push_back([&] { float f; std::memcpy(&f, &bits, 4); return f; }());
+    std::mt19937 rng(7);
+    for (int i = 0; i < 4000; ++i) {
+      const uint32_t bits = uint32_t(rng());
+      float f;
+      std::memcpy(&f, &bits, 4);
+      special.push_back(f);
+    }
+    std::vector<float> v = special;
+    roundBf16(v.data(), int64_t(v.size()));
+    for (size_t i = 0; i < v.size(); ++i)
+      QVERIFY2(same(v[i], c10r(special[i])), qPrintable(QString("%1 -> %2").arg(double(special[i])).arg(double(v[i]))));
+
+    std::normal_distribution<float> normal;
+    for (int64_t n : {1, 5, 16, 17, 37, 100})
+      for (bool bf16 : {false, true}) {
+        const auto r = [&](float x) { return bf16 ? c10r(x) : x; };
+        std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
+        for (auto& x : a) x = normal(rng) * 3;
+        for (auto& x : b) x = normal(rng) * 3;
+        const QString where = QString("n %1 bf16 %2").arg(n).arg(bf16);
+        std::vector<float> s = a;
+        float mx = -INFINITY;
+        for (int64_t t = 0; t < n; ++t) mx = std::max(mx, r(r(a[size_t(t)]) * 0.125f));
+        QVERIFY2(same(scaleRoundMax(s.data(), n, 0.125f, bf16), mx), qPrintable(where));
+        for (int64_t t = 0; t < n; ++t) QVERIFY2(same(s[size_t(t)], r(r(a[size_t(t)]) * 0.125f)), qPrintable(where));
+        s = a;
+        divideRound(s.data(), n, 3.7f, bf16);
+        for (int64_t t = 0; t < n; ++t) QVERIFY2(same(s[size_t(t)], r(a[size_t(t)] / 3.7f)), qPrintable(where));
+        for (bool roundY : {false, true}) {
+          s = a;
+          addRound(s.data(), b.data(), n, roundY, bf16);
+          for (int64_t t = 0; t < n; ++t)
+            QVERIFY2(same(s[size_t(t)], r(a[size_t(t)] + (roundY ? r(b[size_t(t)]) : b[size_t(t)]))), qPrintable(where));
+        }
+        s = a;
+        mulRound(s.data(), b.data(), n, bf16);
+        for (int64_t t = 0; t < n; ++t) QVERIFY2(same(s[size_t(t)], r(r(a[size_t(t)]) * b[size_t(t)])), qPrintable(where));
+      }
   }
 
   // Within 2 ulp of std::exp over softmax's range (below e^-87 both are ~0), and the returned sum.
