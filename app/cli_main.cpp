@@ -12,8 +12,12 @@
 #include "cli/commands.h"
 #include "backends/qt_messages.h"
 #include "cli/venue_support.h"
+#include "core/util/openmp_waits.h"
 
 int main(int argc, char** argv) {
+  // A server's OpenMP workers must sleep when idle, not spin (core/util/openmp_waits.h): set
+  // before libgomp loads, so by running again with the variable set.
+  if (argc >= 2 && std::string(argv[1]) == "serve") crosslab::util::reexecWithPassiveOpenMpWaits(argv);
   // Before anything is opened: the passphrase descriptor, if the caller handed us one.
   crosslab::backends::takePassphraseDescriptor();
   // Commands that use Qt Network need an application object; it needs no display.

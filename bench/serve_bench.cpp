@@ -13,7 +13,7 @@
 // engine thread's wall-time shares (prefill, the decode forward and inside it the fused step's
 // weight products / runtime LoRA / attention / rest, LM head, sampling, handing tokens to the
 // server), and the decode products' GFLOP/s as a share of the measured peak (bench_support.h:
-// decodeRates).
+// decodeRates). Runs with OMP_WAIT_POLICY=PASSIVE unless set, as `crosslab-cli serve` does.
 #include <httplib.h>
 #include <nlohmann/json.hpp>
 
@@ -32,6 +32,7 @@
 #include "backends/serve/openai_server.h"
 #include "bench/bench_support.h"
 #include "core/infer/batch_scheduler.h"
+#include "core/util/openmp_waits.h"
 
 using namespace crosslab;
 using nlohmann::json;
@@ -215,6 +216,7 @@ std::map<int, double> runMode(const Options& o, bool merged, double peakGflops) 
 }  // namespace
 
 int main(int argc, char** argv) {
+  crosslab::util::reexecWithPassiveOpenMpWaits(argv);  // as `crosslab-cli serve` runs (openmp_waits.h)
   std::signal(SIGPIPE, SIG_IGN);
   try {
     const Options o = parse(argc, argv);

@@ -267,11 +267,14 @@ class TestOpenAiServer : public QObject {
   }
 
   // The command as users run it: key from the environment, one "listening on" line,
-  // SIGTERM stops it cleanly (exit 0); the key never appears in its output.
+  // SIGTERM stops it cleanly (exit 0); the key never appears in its output. It runs with
+  // OpenMP's idle workers sleeping (it re-executes itself with OMP_WAIT_POLICY=PASSIVE: same
+  // pid, still answering its parent's signal).
   void cliServeWithKeyAndSigterm() {
     QProcess p;
     crosslab::testing::CliOptions o;
     o.env.insert("CROSSLAB_TEST_KEY", "k3y-from-env");
+    o.env.remove("OMP_WAIT_POLICY");
     crosslab::testing::startCli(p, {"serve", "--model", QString::fromStdString(dir_), "--port", "0", "--max-batch", "2",
                            "--max-model-len", "256", "--lora", "lora_a=" + QString::fromStdString(dir_) + "/lora_a",
                            "--lora", "lora_b=" + QString::fromStdString(dir_) + "/lora_b", "--api-key-env", "CROSSLAB_TEST_KEY"},
@@ -291,6 +294,9 @@ class TestOpenAiServer : public QObject {
     const json models = json::parse(c.Get("/v1/models")->body);
     QCOMPARE(models["data"].size(), size_t(3));  // base (the folder's name) + both adapters
     QCOMPARE(models["data"][2]["id"].get<std::string>(), std::string("lora_b"));
+    QFile envFile(QString("/proc/%1/environ").arg(p.processId()));
+    QVERIFY(envFile.open(QIODevice::ReadOnly));
+    QVERIFY(envFile.readAll().split('\0').contains("OMP_WAIT_POLICY=PASSIVE"));
     p.terminate();  // SIGTERM
     QVERIFY(p.waitForFinished(60000));
     QCOMPARE(p.exitStatus(), QProcess::NormalExit);
@@ -299,10 +305,13 @@ class TestOpenAiServer : public QObject {
     QVERIFY(!all.contains("k3y-from-env"));
   }
 
+  // Also: an OpenMP wait policy the user set is kept (no re-execution over it).
   void cliServeMergedAdapter() {
     QProcess p;
+    crosslab::testing::CliOptions o;
+    o.env.insert("OMP_WAIT_POLICY", "ACTIVE");
     crosslab::testing::startCli(p, {"serve", "--model", QString::fromStdString(dir_), "--port", "0", "--max-model-len", "256",
-                           "--lora", "lora_a=" + QString::fromStdString(dir_) + "/lora_a", "--merge", "lora_a"});
+                           "--lora", "lora_a=" + QString::fromStdString(dir_) + "/lora_a", "--merge", "lora_a"}, o);
     QVERIFY(p.waitForStarted());
     QByteArray line;
     for (int i = 0; i < 600 && !line.contains('\n'); ++i) {
@@ -320,6 +329,10 @@ class TestOpenAiServer : public QObject {
     auto rc = server_->client();
     const json runtime = json::parse(post(rc, "/v1/completions", req)->body);
     QCOMPARE(merged["choices"][0]["text"], runtime["choices"][0]["text"]);
+    QFile envFile(QString("/proc/%1/environ").arg(p.processId()));
+    QVERIFY(envFile.open(QIODevice::ReadOnly));
+    const QList<QByteArray> vars = envFile.readAll().split('\0');
+    QVERIFY(vars.contains("OMP_WAIT_POLICY=ACTIVE") && !vars.contains("OMP_WAIT_POLICY=PASSIVE"));
     p.terminate();
     QVERIFY(p.waitForFinished(60000));
     QCOMPARE(p.exitCode(), 0);
