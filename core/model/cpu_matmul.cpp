@@ -1,16 +1,8 @@
 #include "core/model/cpu_matmul.h"
 
-// GCC 12 reports -W(maybe-)uninitialized inside immintrin.h's AVX-512 intrinsics that pass
-// _mm512_undefined_*() through (a false positive). GCC judges by the location of the warning,
-// here the header's lines, so the header alone is read with those two silenced.
-#pragma GCC diagnostic push
-#pragma GCC diagnostic ignored "-Wuninitialized"
-#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
-#include <immintrin.h>
-#pragma GCC diagnostic pop
+#include "core/model/cpu_simd.h"
 
 #include <algorithm>
-#include <cmath>
 #include <cstring>
 #include <type_traits>
 
@@ -26,17 +18,7 @@ constexpr int64_t kPackFrom = 16;
 int64_t pad16(int64_t m) { return (m + 15) / 16 * 16; }
 int64_t pairs(int64_t k) { return (k + 1) / 2; }
 
-#define CROSSLAB_F32_TARGET __attribute__((target("avx512f")))
-#define CROSSLAB_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
-
-// Horizontal sums through memory: GCC 12's _mm512_reduce_add_ps trips -Wmaybe-uninitialized.
-CROSSLAB_F32_TARGET inline float sum16(__m512 v) {
-  alignas(64) float t[16];
-  _mm512_store_ps(t, v);
-  float s = 0;
-  for (float x : t) s += x;
-  return s;
-}
+using simd::sum16;
 
 // The horizontal sums of four vectors, [Σa, Σb, Σc, Σd], in about a dozen instructions.
 CROSSLAB_F32_TARGET inline __m128 sum16x4(__m512 a, __m512 b, __m512 c, __m512 d) {
@@ -407,55 +389,6 @@ CROSSLAB_BF16_TARGET void dotRowsKernel(const float* q, int64_t heads, const T* 
   if (h < heads) dotRowsHeads<T, 1>(q + h * hd, k, len, hd, s + h * ss, ss);
 }
 
-// e^x, 16 lanes: x = n ln2 + r, |r| <= ln2/2, e^r by Cephes' expf polynomial (about 1 ulp),
-// times 2^n. Below -87.3 the result is ~1e-38 instead of smaller (0 for every use here);
-// above 88.7, +inf as expf.
-CROSSLAB_F32_TARGET inline __m512 exp16(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
-  const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT);
-  __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
-  r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
-  __m512 p = _mm512_set1_ps(1.9875691500e-4f);
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.3981999507e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(8.3334519073e-3f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(4.1665795894e-2f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(1.6666665459e-1f));
-  p = _mm512_fmadd_ps(p, r, _mm512_set1_ps(5.0000001201e-1f));
-  p = _mm512_fmadd_ps(p, _mm512_mul_ps(r, r), _mm512_add_ps(r, _mm512_set1_ps(1.0f)));
-  return _mm512_scalef_ps(p, n);
-}
-
-// silu(g) = g / (1 + e^-g), in place.
-CROSSLAB_F32_TARGET void siluKernel(float* g, int64_t n) {
-  const __m512 one = _mm512_set1_ps(1.0f);
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 mask = n - i >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << (n - i)) - 1);
-    const __m512 v = _mm512_maskz_loadu_ps(mask, g + i);
-    const __m512 e = exp16(_mm512_sub_ps(_mm512_setzero_ps(), v));
-    _mm512_mask_storeu_ps(g + i, mask, _mm512_div_ps(v, _mm512_add_ps(one, e)));
-  }
-}
-
-CROSSLAB_F32_TARGET float expShiftedKernel(float* s, int64_t len, float shift) {
-  __m512 sum = _mm512_setzero_ps();
-  const __m512 m = _mm512_set1_ps(shift);
-  int64_t t = 0;
-  for (; t + 16 <= len; t += 16) {
-    const __m512 e = exp16(_mm512_sub_ps(_mm512_loadu_ps(s + t), m));
-    _mm512_storeu_ps(s + t, e);
-    sum = _mm512_add_ps(sum, e);
-  }
-  if (t < len) {
-    const __mmask16 mask = (__mmask16)((1u << (len - t)) - 1);
-    const __m512 e = _mm512_maskz_mov_ps(mask, exp16(_mm512_sub_ps(_mm512_maskz_loadu_ps(mask, s + t), m)));
-    _mm512_mask_storeu_ps(s + t, mask, e);
-    sum = _mm512_add_ps(sum, e);
-  }
-  return sum16(sum);
-}
-
-// out[r][d] += sum_t p[r][t] V_t[d] for R heads and C vectors of d from d0: each V vector is
-// loaded once per t and used by the R heads (R x C <= 16 accumulators).
 template <class T, int R, int C>
 CROSSLAB_BF16_TARGET inline void weightedRowsBlock(const float* p, int64_t ps, const T* v, int64_t len, int64_t hd,
                                                    int64_t d0, float* out) {
@@ -506,82 +439,6 @@ CROSSLAB_BF16_TARGET void weightedRowsKernel(const float* p, int64_t heads, int6
   if (h < heads) weightedRowsHeads<T, 1>(p + h * ps, ps, v, len, hd, out + h * hd);
 }
 
-// ---- elementwise steps with bf16 rounding ----------------------------------------------
-
-// c10::BFloat16's round to nearest even, 16 lanes, back in fp32: bits + 0x7FFF + (bit 16),
-// upper half kept; NaN becomes 0x7FC0 (a quiet NaN), as c10 writes it.
-CROSSLAB_F32_TARGET inline __m512 roundBf16x16(__m512 x) {
-  const __m512i u = _mm512_castps_si512(x);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  const __m512i r = _mm512_and_si512(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))),
-                                     _mm512_set1_epi32(int32_t(0xFFFF0000u)));
-  const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-  return _mm512_castsi512_ps(_mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7FC00000)));
-}
-
-template <bool B>
-CROSSLAB_F32_TARGET inline __m512 maybeRound(__m512 x) {
-  if constexpr (B) return roundBf16x16(x);
-  else return x;
-}
-
-CROSSLAB_F32_TARGET inline __mmask16 laneMask(int64_t left) {
-  return left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
-}
-
-CROSSLAB_F32_TARGET void roundBf16Kernel(float* v, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = laneMask(n - i);
-    _mm512_mask_storeu_ps(v + i, m, roundBf16x16(_mm512_maskz_loadu_ps(m, v + i)));
-  }
-}
-
-template <bool B>
-CROSSLAB_F32_TARGET float scaleRoundMaxKernel(float* s, int64_t len, float scale) {
-  // per lane std::max(mx, v) = mx < v ? v : mx, then the lanes in order, as the scalar loop
-  __m512 mx = _mm512_set1_ps(-INFINITY);
-  const __m512 sc = _mm512_set1_ps(scale);
-  for (int64_t t = 0; t < len; t += 16) {
-    const __mmask16 m = laneMask(len - t);
-    const __m512 v = maybeRound<B>(_mm512_mul_ps(maybeRound<B>(_mm512_maskz_loadu_ps(m, s + t)), sc));
-    _mm512_mask_storeu_ps(s + t, m, v);
-    mx = _mm512_mask_mov_ps(mx, _mm512_mask_cmp_ps_mask(m, mx, v, _CMP_LT_OQ), v);
-  }
-  alignas(64) float lanes[16];
-  _mm512_store_ps(lanes, mx);
-  float best = -INFINITY;
-  for (float l : lanes) best = std::max(best, l);
-  return best;
-}
-
-template <bool B>
-CROSSLAB_F32_TARGET void divideRoundKernel(float* s, int64_t len, float d) {
-  const __m512 dv = _mm512_set1_ps(d);
-  for (int64_t t = 0; t < len; t += 16) {
-    const __mmask16 m = laneMask(len - t);
-    _mm512_mask_storeu_ps(s + t, m, maybeRound<B>(_mm512_div_ps(_mm512_maskz_loadu_ps(m, s + t), dv)));
-  }
-}
-
-template <bool B, bool RoundY>
-CROSSLAB_F32_TARGET void addRoundKernel(float* x, const float* y, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = laneMask(n - i);
-    __m512 yv = _mm512_maskz_loadu_ps(m, y + i);
-    if constexpr (RoundY) yv = maybeRound<B>(yv);
-    _mm512_mask_storeu_ps(x + i, m, maybeRound<B>(_mm512_add_ps(_mm512_maskz_loadu_ps(m, x + i), yv)));
-  }
-}
-
-template <bool B>
-CROSSLAB_F32_TARGET void mulRoundKernel(float* g, const float* u, int64_t n) {
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = laneMask(n - i);
-    const __m512 gv = maybeRound<B>(_mm512_maskz_loadu_ps(m, g + i));
-    _mm512_mask_storeu_ps(g + i, m, maybeRound<B>(_mm512_mul_ps(gv, _mm512_maskz_loadu_ps(m, u + i))));
-  }
-}
-
 // ---- a transposed small-k product (LoRA expand) ---------------------------------------
 
 
@@ -613,12 +470,7 @@ CROSSLAB_BF16_TARGET void transposedKernel(const T* wt, int64_t k, int64_t out, 
 // ---- portable ------------------------------------------------------------------------
 
 float toFloat(float v) { return v; }
-float toFloat(uint16_t bits) {
-  const uint32_t u = uint32_t(bits) << 16;
-  float f;
-  std::memcpy(&f, &u, sizeof f);
-  return f;
-}
+float toFloat(uint16_t bits) { return simd::bf16ToFloat(bits); }
 
 // Eight partial sums along k, as the vector kernels keep several.
 template <class T>
@@ -774,61 +626,6 @@ void matmulTransposed(const float* wt, int64_t k, int64_t out, const float* x, i
 }
 void matmulTransposed(const uint16_t* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy) {
   bf16KernelsAvailable() ? transposedKernel(wt, k, out, x, n, y, ldy) : transposedPortable(wt, k, out, x, n, y, ldy);
-}
-
-namespace {
-
-float roundBf16Scalar(float x) {  // c10::BFloat16(x), back to float
-  if (std::isnan(x)) return toFloat(uint16_t(0x7FC0));
-  uint32_t u;
-  std::memcpy(&u, &x, sizeof u);
-  u += ((u >> 16) & 1) + 0x7FFFu;
-  return toFloat(uint16_t(u >> 16));
-}
-float maybeRoundScalar(float x, bool bf16) { return bf16 ? roundBf16Scalar(x) : x; }
-
-}  // namespace
-
-void roundBf16(float* v, int64_t n) {
-  if (f32KernelsAvailable()) return roundBf16Kernel(v, n);
-  for (int64_t i = 0; i < n; ++i) v[i] = roundBf16Scalar(v[i]);
-}
-
-float scaleRoundMax(float* s, int64_t len, float scale, bool bf16) {
-  if (f32KernelsAvailable()) return bf16 ? scaleRoundMaxKernel<true>(s, len, scale) : scaleRoundMaxKernel<false>(s, len, scale);
-  float mx = -INFINITY;
-  for (int64_t t = 0; t < len; ++t) mx = std::max(mx, s[t] = maybeRoundScalar(maybeRoundScalar(s[t], bf16) * scale, bf16));
-  return mx;
-}
-
-void divideRound(float* s, int64_t len, float d, bool bf16) {
-  if (f32KernelsAvailable()) return bf16 ? divideRoundKernel<true>(s, len, d) : divideRoundKernel<false>(s, len, d);
-  for (int64_t t = 0; t < len; ++t) s[t] = maybeRoundScalar(s[t] / d, bf16);
-}
-
-void addRound(float* x, const float* y, int64_t n, bool roundY, bool bf16) {
-  if (f32KernelsAvailable()) {
-    if (!bf16) return addRoundKernel<false, false>(x, y, n);
-    return roundY ? addRoundKernel<true, true>(x, y, n) : addRoundKernel<true, false>(x, y, n);
-  }
-  for (int64_t i = 0; i < n; ++i) x[i] = maybeRoundScalar(x[i] + (roundY ? maybeRoundScalar(y[i], bf16) : y[i]), bf16);
-}
-
-void mulRound(float* g, const float* u, int64_t n, bool bf16) {
-  if (f32KernelsAvailable()) return bf16 ? mulRoundKernel<true>(g, u, n) : mulRoundKernel<false>(g, u, n);
-  for (int64_t i = 0; i < n; ++i) g[i] = maybeRoundScalar(maybeRoundScalar(g[i], bf16) * u[i], bf16);
-}
-
-float expShifted(float* s, int64_t len, float shift) {
-  if (f32KernelsAvailable()) return expShiftedKernel(s, len, shift);
-  float sum = 0;
-  for (int64_t t = 0; t < len; ++t) sum += (s[t] = std::exp(s[t] - shift));
-  return sum;
-}
-
-void siluInPlace(float* g, int64_t n) {
-  if (f32KernelsAvailable()) return siluKernel(g, n);
-  for (int64_t i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i]));
 }
 
 }  // namespace crosslab::model

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <random>
 
+#include "core/model/cpu_elementwise.h"
 #include "core/model/cpu_matmul.h"
 
 using namespace crosslab::model;
