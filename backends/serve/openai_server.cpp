@@ -10,6 +10,7 @@
 #include <condition_variable>
 #include <ctime>
 #include <deque>
+#include <functional>
 #include <mutex>
 #include <stdexcept>
 #include <random>
@@ -34,6 +35,11 @@ struct Event {
 };
 
 struct Channel {
+  // Set before the request is submitted (read on the scheduler thread): called after each
+  // push, besides waking a thread waiting in take() (none, while the writer serves the stream:
+  // then the notify is a no-op without a system call).
+  explicit Channel(std::function<void()> w = {}) : wake(std::move(w)) {}
+  const std::function<void()> wake;
   std::mutex mu;
   std::condition_variable cv;
   std::deque<Event> events;
@@ -45,7 +51,15 @@ struct Channel {
       std::lock_guard<std::mutex> lk(mu);
       events.push_back(std::move(e));
     }
+    if (wake) wake();
     cv.notify_one();
+  }
+  // What has arrived, without waiting.
+  std::deque<Event> takeNow() {
+    std::lock_guard<std::mutex> lk(mu);
+    std::deque<Event> out;
+    out.swap(events);
+    return out;
   }
   // Waits up to `wait` for events and moves them out.
   std::deque<Event> take(std::chrono::milliseconds wait) {
@@ -135,6 +149,165 @@ class TokenFrames {
   std::string head_, tail_;
 };
 
+// One streaming response as the writer thread serves it.
+struct SseStream {
+  SseStream(Meta m, std::shared_ptr<Channel> c, bool usage)
+      : meta(std::move(m)), ch(std::move(c)), includeUsage(usage), frames(meta) {}
+  const Meta meta;
+  const std::shared_ptr<Channel> ch;
+  const bool includeUsage;
+  const TokenFrames frames;
+  httplib::DataSink* sink = nullptr;  // the connection thread's, valid until it is closed
+  bool roleSent = false;              // writer thread only
+  // Guarded by SseWriter's mutex. HandedBack: this client reads slowly; its connection thread
+  // writes the rest itself (see SseWriter).
+  enum class State { Open, Finished, Failed, HandedBack } state = State::Open;
+
+  // The frames for what has arrived; sets *finished when the last ones are among them.
+  std::string framesFor(std::deque<Event> events, bool* finished) {
+    std::string out;
+    if (meta.chat && !roleSent) {  // vLLM: the first chat delta carries the role
+      out += frame(chunk(meta, {{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
+                                {"finish_reason", nullptr}}));
+      roleSent = true;
+    }
+    for (auto& e : events) {
+      if (!e.done) {
+        frames.append(out, e.text);
+        continue;
+      }
+      const infer::ServeResult& r = e.result;
+      if (r.finishReason == "error" || r.finishReason == "cancelled") {
+        out += "data: " + errorBody(500, "InternalServerError", r.error.empty() ? "the request was cancelled" : r.error) + "\n\n";
+      } else {
+        if (!r.unsent.empty()) out += frame(chunk(meta, textChoice(meta, r.unsent, nullptr, nullptr)));
+        out += frame(chunk(meta, textChoice(meta, "", r.finishReason, stopReasonJson(r))));
+        if (includeUsage) {
+          json u = {{"id", meta.id}, {"object", meta.chat ? "chat.completion.chunk" : "text_completion"},
+                    {"created", meta.created}, {"model", meta.model}, {"choices", json::array()}, {"usage", usageJson(r)}};
+          out += frame(u);
+        }
+      }
+      out += "data: [DONE]\n\n";
+      *finished = true;
+      break;
+    }
+    return out;
+  }
+};
+
+// One thread writes the frames of every streaming response. The scheduler emits a token for
+// each running stream at the end of a step; with a thread per connection, each token woke its
+// connection's thread (a futex wake and two context switches per token, on a 2-core VM a
+// fifth of the server's time at 32 streams). Here a step's tokens cost one wake: the writer
+// passes over the streams with something new and writes each one's frames in one chunk. When
+// a pass takes longer than a step, the next pass finds several tokens per stream and sends them
+// together (vLLM's output collector merges deltas the same way when its consumer lags).
+// The connection threads only wait: each attaches its stream and blocks until the writer is
+// done with its DataSink (the sink belongs to the blocked connection thread; the writer uses it
+// meanwhile, under the mutex handoff).
+// A write blocks when the client's socket buffer is full (a slow link, a stopped client).
+// A stream whose write took longer than kSlowWrite is handed back to its connection thread,
+// which writes the rest itself as before, so one slow reader holds up the others once, for
+// one write, not for the rest of its stream. (A client that stopped reading holds the
+// writer until httplib's write timeout, 5 s, fails the write and drops it: the same drop as
+// with a thread per connection.)
+class SseWriter {
+ public:
+  SseWriter() : thread_([this] { loop(); }) {}
+  ~SseWriter() {
+    stop();
+    thread_.join();
+  }
+  SseWriter(const SseWriter&) = delete;
+  SseWriter& operator=(const SseWriter&) = delete;
+
+  // From the scheduler thread: something arrived. Cheap when a pass is already due.
+  void poke() {
+    if (pending_.exchange(true)) return;
+    std::lock_guard<std::mutex> lk(mu_);
+    cv_.notify_one();
+  }
+
+  static constexpr std::chrono::milliseconds kSlowWrite{20};
+
+  // From a connection thread: serves `s` through `sink` and returns when the writer is done
+  // with it: Finished (the caller ends the chunked body), Failed, or HandedBack.
+  SseStream::State serve(const std::shared_ptr<SseStream>& s, httplib::DataSink& sink) {
+    std::unique_lock<std::mutex> lk(mu_);
+    if (stopping_) return SseStream::State::Failed;
+    s->sink = &sink;
+    streams_.push_back(s);
+    pending_ = true;
+    cv_.notify_one();
+    closed_.wait(lk, [&] { return s->state != SseStream::State::Open; });
+    return s->state;
+  }
+
+  bool stopping() {
+    std::lock_guard<std::mutex> lk(mu_);
+    return stopping_;
+  }
+  int64_t handedBack() const { return handedBack_; }
+
+  // Fails every stream (their connection threads return) and refuses new ones.
+  void stop() {
+    std::lock_guard<std::mutex> lk(mu_);
+    stopping_ = true;
+    cv_.notify_one();
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lk(mu_);
+    std::vector<std::shared_ptr<SseStream>> pass;
+    for (;;) {
+      cv_.wait(lk, [&] { return pending_.load() || stopping_; });
+      if (stopping_) break;
+      pending_ = false;
+      pass = streams_;
+      lk.unlock();
+      std::vector<std::pair<SseStream*, SseStream::State>> ended;
+      for (const auto& s : pass) {
+        std::deque<Event> events = s->ch->takeNow();
+        if (events.empty() && (s->roleSent || !s->meta.chat)) continue;
+        bool finished = false;
+        const std::string out = s->framesFor(std::move(events), &finished);
+        const auto t0 = std::chrono::steady_clock::now();
+        if (!out.empty() && !s->sink->write(out.data(), out.size())) {
+          s->ch->gone = true;  // the client left: the scheduler drops the sequence at its next token
+          ended.emplace_back(s.get(), SseStream::State::Failed);
+        } else if (finished) {
+          ended.emplace_back(s.get(), SseStream::State::Finished);
+        } else if (std::chrono::steady_clock::now() - t0 > kSlowWrite) {
+          ended.emplace_back(s.get(), SseStream::State::HandedBack);
+        }
+      }
+      lk.lock();
+      if (ended.empty()) continue;
+      for (auto& [s, state] : ended) {
+        s->state = state;
+        if (state == SseStream::State::HandedBack) ++handedBack_;
+      }
+      streams_.erase(std::remove_if(streams_.begin(), streams_.end(),
+                                    [](const auto& s) { return s->state != SseStream::State::Open; }),
+                     streams_.end());
+      closed_.notify_all();
+    }
+    for (auto& s : streams_) s->state = SseStream::State::Failed;
+    streams_.clear();
+    closed_.notify_all();
+  }
+
+  std::mutex mu_;
+  std::condition_variable cv_, closed_;
+  std::atomic<bool> pending_{false};
+  std::atomic<int64_t> handedBack_{0};
+  bool stopping_ = false;
+  std::vector<std::shared_ptr<SseStream>> streams_;
+  std::thread thread_;  // last: starts after the members it uses
+};
+
 }  // namespace
 
 struct OpenAiServer::Impl {
@@ -144,11 +317,12 @@ struct OpenAiServer::Impl {
   int listenSocket = -1;  // seen in the socket-options hook, to widen the listen backlog
   std::atomic<bool> stopRequested{false}, runEntered{false}, runExited{false};
   int64_t started = std::time(nullptr);
+  SseWriter writer;  // every streaming response's frames
 
   Impl(infer::BatchScheduler& e, ServerOptions o) : engine(e), opt(std::move(o)) {}
   void routes();
   std::string adapterFor(const std::string& model) const;
-  std::shared_ptr<Channel> submit(OpenAiRequest& req, const std::string& adapter);
+  std::shared_ptr<Channel> submit(OpenAiRequest& req, const std::string& adapter, std::function<void()> wake);
   void complete(const httplib::Request& q, httplib::Response& res, bool chat);
   void respondWhole(httplib::Response& res, const Meta& meta, Channel& ch);
   void respondStream(httplib::Response& res, const Meta& meta, std::shared_ptr<Channel> ch, bool includeUsage);
@@ -192,7 +366,8 @@ std::string OpenAiServer::Impl::adapterFor(const std::string& model) const {
   throw ApiError(404, "NotFoundError", "The model `" + model + "` does not exist.", "model");
 }
 
-std::shared_ptr<Channel> OpenAiServer::Impl::submit(OpenAiRequest& req, const std::string& adapter) {
+std::shared_ptr<Channel> OpenAiServer::Impl::submit(OpenAiRequest& req, const std::string& adapter,
+                                                    std::function<void()> wake) {
   infer::ServeRequest gen = std::move(req.gen);
   gen.adapter = adapter;
   if (req.promptIds) {
@@ -211,7 +386,7 @@ std::shared_ptr<Channel> OpenAiServer::Impl::submit(OpenAiRequest& req, const st
   if (req.chat && !gen.ignoreEos)  // the template's end-of-turn words end a reply (ignore_eos: not even those)
     for (const auto& s : tokenizer::llama3StopWords())
       if (auto id = engine.tokenizer()->tokenId(s)) gen.stopIds.push_back(*id);
-  auto ch = std::make_shared<Channel>();
+  auto ch = std::make_shared<Channel>(std::move(wake));
   std::weak_ptr<Channel> weak = ch;  // the scheduler must not keep a finished HTTP exchange alive
   gen.onToken = [weak](int32_t, const std::string& text) {
     auto c = weak.lock();
@@ -259,46 +434,27 @@ void OpenAiServer::Impl::respondWhole(httplib::Response& res, const Meta& meta, 
 
 void OpenAiServer::Impl::respondStream(httplib::Response& res, const Meta& meta, std::shared_ptr<Channel> ch,
                                        bool includeUsage) {
+  auto stream = std::make_shared<SseStream>(meta, ch, includeUsage);
   auto finished = std::make_shared<bool>(false);
-  auto roleSent = std::make_shared<bool>(false);
-  infer::BatchScheduler* engine_ = &engine;
-  auto tokenFrames = std::make_shared<const TokenFrames>(meta);
-  const auto provider = [meta, ch, finished, roleSent, includeUsage, tokenFrames](size_t, httplib::DataSink& sink) {
-    std::string out;
-    if (meta.chat && !*roleSent) {  // vLLM: the first chat delta carries the role
-      json c = chunk(meta, {{"index", 0}, {"delta", {{"role", "assistant"}, {"content", ""}}}, {"logprobs", nullptr},
-                            {"finish_reason", nullptr}});
-      out += frame(c);
-      *roleSent = true;
+  const auto provider = [this, stream, finished](size_t, httplib::DataSink& sink) {
+    SseStream::State state = writer.serve(stream, sink);  // blocks while the writer thread serves it
+    while (state == SseStream::State::HandedBack) {       // a slow reader: this thread writes the rest
+      bool last = false;
+      const std::string out = stream->framesFor(stream->ch->take(std::chrono::milliseconds(200)), &last);
+      if ((!out.empty() && !sink.write(out.data(), out.size())) || writer.stopping())
+        state = SseStream::State::Failed;
+      else if (last)
+        state = SseStream::State::Finished;
     }
-    for (auto& e : ch->take(std::chrono::milliseconds(200))) {
-      if (!e.done) {
-        tokenFrames->append(out, e.text);
-        continue;
-      }
-      const infer::ServeResult& r = e.result;
-      if (r.finishReason == "error" || r.finishReason == "cancelled") {
-        out += "data: " + errorBody(500, "InternalServerError", r.error.empty() ? "the request was cancelled" : r.error) + "\n\n";
-      } else {
-        if (!r.unsent.empty()) out += frame(chunk(meta, textChoice(meta, r.unsent, nullptr, nullptr)));
-        out += frame(chunk(meta, textChoice(meta, "", r.finishReason, stopReasonJson(r))));
-        if (includeUsage) {
-          json u = {{"id", meta.id}, {"object", meta.chat ? "chat.completion.chunk" : "text_completion"},
-                    {"created", meta.created}, {"model", meta.model}, {"choices", json::array()}, {"usage", usageJson(r)}};
-          out += frame(u);
-        }
-      }
-      out += "data: [DONE]\n\n";
-      *finished = true;
-      break;
-    }
-    if (!out.empty() && !sink.write(out.data(), out.size())) {
-      ch->gone = true;  // the client left: the scheduler drops the sequence at its next token
+    if (state == SseStream::State::Failed) {
+      stream->ch->gone = true;
       return false;
     }
-    if (*finished) sink.done();
+    *finished = true;
+    sink.done();
     return true;
   };
+  infer::BatchScheduler* engine_ = &engine;
   const auto releaser = [ch, finished, engine_](bool) {
     if (*finished) return;
     ch->gone = true;
@@ -314,7 +470,7 @@ void OpenAiServer::Impl::complete(const httplib::Request& q, httplib::Response& 
   Meta meta{chat, randomId(chat ? "chatcmpl-" : "cmpl-"), req.model.empty() ? (opt.mergedAdapter.empty() ? opt.baseModelId : opt.mergedAdapter) : req.model,
             int64_t(std::time(nullptr))};
   const bool stream = req.stream, includeUsage = req.includeUsage;
-  std::shared_ptr<Channel> ch = submit(req, adapter);
+  std::shared_ptr<Channel> ch = stream ? submit(req, adapter, [this] { writer.poke(); }) : submit(req, adapter, {});
   if (stream) return respondStream(res, meta, ch, includeUsage);
   try {
     respondWhole(res, meta, *ch);
@@ -378,6 +534,8 @@ OpenAiServer::OpenAiServer(infer::BatchScheduler& engine, ServerOptions options)
   impl_->http.set_payload_max_length(8u << 20);  // 8 MiB of JSON is far past any context we serve
   impl_->http.set_socket_options([this](socket_t sock) {
     httplib::default_socket_options(sock);  // SO_REUSEADDR
+    if (const int bytes = impl_->opt.socketSendBuffer; bytes > 0)
+      ::setsockopt(sock, SOL_SOCKET, SO_SNDBUF, &bytes, sizeof bytes);
     impl_->listenSocket = sock;
   });
   impl_->routes();
@@ -403,12 +561,15 @@ void OpenAiServer::run() {
   d.runExited = true;
 }
 
+int64_t OpenAiServer::streamsHandedBack() const { return impl_->writer.handedBack(); }
+
 void OpenAiServer::stop() {
   // httplib's stop() does nothing until listen_after_bind() has started (a SIGTERM that
   // arrives while the model loads): run() sees the request and returns, or stop() waits
   // for the accept loop to be running before it stops it (seq_cst: one of the two wins).
   auto& d = *impl_;
   d.stopRequested = true;
+  d.writer.stop();  // streams end (their connection threads wait on the writer)
   if (d.runEntered)
     while (!d.http.is_running() && !d.runExited) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   d.http.stop();

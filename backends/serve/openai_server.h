@@ -4,6 +4,7 @@
 // GET /v1/models. Routes parse JSON and hand token ids to the BatchScheduler; every
 // handler runs inside one wrapper that turns exceptions into vLLM's JSON errors.
 
+#include <cstdint>
 #include <memory>
 #include <string>
 
@@ -22,6 +23,10 @@ struct ServerOptions {
   // HTTP worker threads = connections served at once (an SSE stream holds one for its
   // whole life; more wait in the accept queue). 0 = defaultHttpThreads(the engine's slots).
   int httpThreads = 0;
+  // SO_SNDBUF of every connection, set on the listening socket (accepted sockets inherit it).
+  // 0 = the kernel's autotuning (megabytes on loopback). Tests make it small to fill a slow
+  // reader's socket within a few hundred tokens.
+  int socketSendBuffer = 0;
 };
 
 // max(256, 4 * maxBatch + 64): a benchmark's 256 streams are all served at once, and
@@ -38,6 +43,9 @@ class OpenAiServer {
   // Serves until stop() (from any thread). Call bind() first.
   void run();
   void stop();
+  // Streaming responses whose client read too slowly for the shared writer thread, so that
+  // their own connection thread wrote the rest (openai_server.cpp, SseWriter).
+  int64_t streamsHandedBack() const;
 
  private:
   struct Impl;

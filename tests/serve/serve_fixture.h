@@ -28,6 +28,7 @@ class LocalServer {
   ~LocalServer();
   int port() const { return port_; }
   infer::BatchScheduler& engine() { return *engine_; }
+  serve::OpenAiServer& server() { return *server_; }
   httplib::Client client() const;
 
  private:

@@ -1,9 +1,15 @@
 // The OpenAI-compatible server on an ephemeral loopback port, driven by cpp-httplib's
 // client: vLLM's SSE framing for both endpoints (role-first chat delta, finish chunk,
 // usage chunk, [DONE]), non-streaming bodies, errors with their statuses, /v1/models with
-// adapters, per-request adapters, a client that disconnects, and the API key.
+// adapters, per-request adapters, a client that disconnects, one that reads slowly, a
+// server stopped under open streams, and the API key.
 #include <QTemporaryDir>
 #include <QtTest>
+
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
 #include <cctype>
@@ -19,7 +25,8 @@ using nlohmann::json;
 
 namespace {
 
-std::unique_ptr<testing::LocalServer> startServer(const std::string& dir, const std::string& apiKey = {}) {
+std::unique_ptr<testing::LocalServer> startServer(const std::string& dir, const std::string& apiKey = {},
+                                                 int socketSendBuffer = 0) {
   infer::SchedulerOptions so;
   so.maxBatch = 4;
   so.maxModelLen = 4096;
@@ -29,6 +36,7 @@ std::unique_ptr<testing::LocalServer> startServer(const std::string& dir, const 
   opt.baseModelId = "tiny";
   opt.apiKey = apiKey;
   opt.httpThreads = 32;
+  opt.socketSendBuffer = socketSendBuffer;
   return std::make_unique<testing::LocalServer>(dir, so, opt);
 }
 
@@ -251,6 +259,101 @@ class TestOpenAiServer : public QObject {
     QCOMPARE(after.cancelled, before.cancelled + 1);
     QCOMPARE(after.running, 0);
     QVERIFY2(after.steps - before.steps < 3900, "the sequence ran to its end instead of being dropped");
+  }
+
+  // One writer thread serves every stream. A client that stops reading (small socket
+  // buffers, then nothing read for half a second) fills its socket: the writer's write waits,
+  // then that stream is handed back to its own connection thread. Nothing is lost: after the
+  // pause the client reads every token, the usage chunk and [DONE]; a stream that started
+  // meanwhile completes too.
+  void slowReaderIsHandedBackAndLosesNothing() {
+    auto local = startServer(dir_, {}, 16384);
+    const int64_t before = local->server().streamsHandedBack();
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    QVERIFY(fd >= 0);
+    const int small = 4096;
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVBUF, &small, sizeof small);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(uint16_t(local->port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    QCOMPARE(::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+    const int tokens = 4000;
+    const std::string body = json{{"prompt", "slow"}, {"max_tokens", tokens}, {"ignore_eos", true}, {"stream", true},
+                                  {"stream_options", {{"include_usage", true}}}}.dump();
+    const std::string request = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                                "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+    QCOMPARE(::send(fd, request.data(), request.size(), 0), ssize_t(request.size()));
+
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // not reading: the socket fills
+    std::thread other([&] {  // meanwhile another stream
+      auto c = local->client();
+      auto r = post(c, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 20}, {"ignore_eos", true}, {"stream", true}});
+      bool ok = r && r->status == 200;
+      if (ok) {
+        const auto frames = testing::sseFrames(r->body, &ok);
+        ok = ok && !frames.empty() && frames.back() == "[DONE]";
+      }
+      QVERIFY(ok);
+    });
+
+    std::string raw;  // everything, until the server closes (Connection: close)
+    char buf[65536];
+    for (ssize_t n; (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) raw.append(buf, size_t(n));
+    ::close(fd);
+    other.join();
+
+    const size_t headerEnd = raw.find("\r\n\r\n");
+    QVERIFY(headerEnd != std::string::npos);
+    QVERIFY2(raw.rfind("HTTP/1.1 200", 0) == 0, raw.substr(0, 200).c_str());
+    std::string sse;  // the chunked body decoded
+    size_t at = headerEnd + 4;
+    for (;;) {
+      const size_t eol = raw.find("\r\n", at);
+      QVERIFY(eol != std::string::npos);
+      const size_t size = std::stoul(raw.substr(at, eol - at), nullptr, 16);
+      if (size == 0) break;
+      QVERIFY(eol + 2 + size + 2 <= raw.size());
+      sse.append(raw, eol + 2, size);
+      at = eol + 2 + size + 2;
+    }
+    bool ok = false;
+    const auto frames = testing::sseFrames(sse, &ok);
+    QVERIFY(ok);
+    QCOMPARE(frames.back(), std::string("[DONE]"));
+    QCOMPARE(json::parse(frames[frames.size() - 2])["usage"]["completion_tokens"].get<int>(), tokens);
+    QCOMPARE(json::parse(frames[frames.size() - 3])["choices"][0]["finish_reason"].get<std::string>(), std::string("length"));
+    for (size_t i = 0; i + 2 < frames.size(); ++i) QVERIFY(json::parse(frames[i]).is_object());
+    QCOMPARE(local->server().streamsHandedBack(), before + 1);
+  }
+
+  // Stopping the server with streams open ends them (their connection threads wait on the
+  // writer thread; stop() must release them) and returns.
+  void stopEndsOpenStreams() {
+    auto local = startServer(dir_);
+    std::atomic<int> started{0};
+    std::vector<std::thread> clients;
+    std::vector<int> chunks(2, 0);
+    for (int i = 0; i < 2; ++i)
+      clients.emplace_back([&, i] {
+        auto c = local->client();
+        httplib::Request req;
+        req.method = "POST";
+        req.path = "/v1/completions";
+        req.headers = {{"Content-Type", "application/json"}};
+        req.body = json{{"prompt", "go"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}}.dump();
+        req.content_receiver = [&, i](const char*, size_t, uint64_t, uint64_t) {
+          if (chunks[size_t(i)]++ == 0) ++started;
+          std::this_thread::sleep_for(std::chrono::milliseconds(2));  // a reader, not a sink
+          return true;
+        };
+        c.send(req);
+      });
+    for (int i = 0; i < 600 && started < 2; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    QCOMPARE(started.load(), 2);
+    local.reset();  // stops the server and the scheduler, joins its thread
+    for (auto& t : clients) t.join();
+    QVERIFY(chunks[0] < 4000 && chunks[1] < 4000);  // cut short, not run to their end
   }
 
   void apiKey() {
