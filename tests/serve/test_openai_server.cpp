@@ -44,6 +44,16 @@ httplib::Result post(httplib::Client& c, const std::string& path, const json& bo
   return c.Post(path.c_str(), body.dump(), "application/json");
 }
 
+// A streaming completion of 4000 tokens, for a receiver to cut short.
+httplib::Request longStream() {
+  httplib::Request req;
+  req.method = "POST";
+  req.path = "/v1/completions";
+  req.headers = {{"Content-Type", "application/json"}};
+  req.body = json{{"prompt", "go"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}}.dump();
+  return req;
+}
+
 // The error body's shape and status.
 void checkError(const httplib::Result& r, int status, const std::string& needle) {
   QVERIFY(r);
@@ -240,11 +250,7 @@ class TestOpenAiServer : public QObject {
     const auto before = server_->engine().stats();
     {
       auto c = server_->client();
-      httplib::Request req;
-      req.method = "POST";
-      req.path = "/v1/completions";
-      req.headers = {{"Content-Type", "application/json"}};
-      req.body = json{{"prompt", "go"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}}.dump();
+      httplib::Request req = longStream();
       int chunks = 0;
       req.content_receiver = [&](const char*, size_t, uint64_t, uint64_t) { return ++chunks < 2; };
       c.send(req);
@@ -337,11 +343,7 @@ class TestOpenAiServer : public QObject {
     for (int i = 0; i < 2; ++i)
       clients.emplace_back([&, i] {
         auto c = local->client();
-        httplib::Request req;
-        req.method = "POST";
-        req.path = "/v1/completions";
-        req.headers = {{"Content-Type", "application/json"}};
-        req.body = json{{"prompt", "go"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", true}}.dump();
+        httplib::Request req = longStream();
         req.content_receiver = [&, i](const char*, size_t, uint64_t, uint64_t) {
           if (chunks[size_t(i)]++ == 0) ++started;
           std::this_thread::sleep_for(std::chrono::milliseconds(2));  // a reader, not a sink
