@@ -35,9 +35,10 @@ struct Event {
 };
 
 struct Channel {
-  // Set before the request is submitted (read on the scheduler thread): called after each
-  // push, besides waking a thread waiting in take() (none, while the writer serves the stream:
-  // then the notify is a no-op without a system call).
+  // Set before the request is submitted (read on the scheduler thread): called after a push
+  // that asks for it (the last event: a step's tokens are handed on by the scheduler's
+  // after-step hook), besides waking a thread waiting in take() (none while the writer serves
+  // the stream: then the notify is a no-op without a system call).
   explicit Channel(std::function<void()> w = {}) : wake(std::move(w)) {}
   const std::function<void()> wake;
   std::mutex mu;
@@ -46,12 +47,12 @@ struct Channel {
   std::atomic<bool> gone{false};  // the client left: the scheduler cancels at its next token
   uint64_t requestId = 0;
 
-  void push(Event e) {
+  void push(Event e, bool poke) {
     {
       std::lock_guard<std::mutex> lk(mu);
       events.push_back(std::move(e));
     }
-    if (wake) wake();
+    if (poke && wake) wake();
     cv.notify_one();
   }
   // What has arrived, without waiting.
@@ -199,7 +200,8 @@ struct SseStream {
 // One thread writes the frames of every streaming response. The scheduler emits a token for
 // each running stream at the end of a step; with a thread per connection, each token woke its
 // connection's thread (a futex wake and two context switches per token, on a 2-core VM a
-// fifth of the server's time at 32 streams). Here a step's tokens cost one wake: the writer
+// fifth of the server's time at 32 streams). Here a step's tokens cost one wake (the
+// scheduler's after-step hook pokes the writer; a request's end pokes it too): the writer
 // passes over the streams with something new and writes each one's frames in one chunk. When
 // a pass takes longer than a step, the next pass finds several tokens per stream and sends them
 // together (vLLM's output collector merges deltas the same way when its consumer lags).
@@ -222,7 +224,7 @@ class SseWriter {
   SseWriter(const SseWriter&) = delete;
   SseWriter& operator=(const SseWriter&) = delete;
 
-  // From the scheduler thread: something arrived. Cheap when a pass is already due.
+  // From the scheduler thread: a step ended, or a request did. Cheap when a pass is already due.
   void poke() {
     if (pending_.exchange(true)) return;
     std::lock_guard<std::mutex> lk(mu_);
@@ -317,7 +319,9 @@ struct OpenAiServer::Impl {
   int listenSocket = -1;  // seen in the socket-options hook, to widen the listen backlog
   std::atomic<bool> stopRequested{false}, runEntered{false}, runExited{false};
   int64_t started = std::time(nullptr);
-  SseWriter writer;  // every streaming response's frames
+  // Every streaming response's frames. Shared: the scheduler's hooks hold it weakly, so a
+  // server destroyed before its scheduler leaves them nothing to call.
+  std::shared_ptr<SseWriter> writer = std::make_shared<SseWriter>();
 
   Impl(infer::BatchScheduler& e, ServerOptions o) : engine(e), opt(std::move(o)) {}
   void routes();
@@ -329,6 +333,11 @@ struct OpenAiServer::Impl {
   void models(httplib::Response& res) const;
   bool authorized(const httplib::Request& q) const;
   httplib::Server::Handler guarded(std::function<void(const httplib::Request&, httplib::Response&)> h);
+  std::function<void()> pokeWriter() const {
+    return [w = std::weak_ptr<SseWriter>(writer)] {
+      if (auto p = w.lock()) p->poke();
+    };
+  }
 };
 
 // The one wrapper: every exception a handler throws becomes a JSON error.
@@ -391,11 +400,11 @@ std::shared_ptr<Channel> OpenAiServer::Impl::submit(OpenAiRequest& req, const st
   gen.onToken = [weak](int32_t, const std::string& text) {
     auto c = weak.lock();
     if (!c || c->gone) return false;
-    if (!text.empty()) c->push({false, text, {}});
+    if (!text.empty()) c->push({false, text, {}}, false);  // the after-step hook pokes the writer
     return true;
   };
   gen.onDone = [weak](const infer::ServeResult& r) {
-    if (auto c = weak.lock()) c->push({true, {}, r});
+    if (auto c = weak.lock()) c->push({true, {}, r}, true);
   };
   try {
     ch->requestId = engine.submit(std::move(gen));
@@ -437,11 +446,11 @@ void OpenAiServer::Impl::respondStream(httplib::Response& res, const Meta& meta,
   auto stream = std::make_shared<SseStream>(meta, ch, includeUsage);
   auto finished = std::make_shared<bool>(false);
   const auto provider = [this, stream, finished](size_t, httplib::DataSink& sink) {
-    SseStream::State state = writer.serve(stream, sink);  // blocks while the writer thread serves it
+    SseStream::State state = writer->serve(stream, sink);  // blocks while the writer thread serves it
     while (state == SseStream::State::HandedBack) {       // a slow reader: this thread writes the rest
       bool last = false;
       const std::string out = stream->framesFor(stream->ch->take(std::chrono::milliseconds(200)), &last);
-      if ((!out.empty() && !sink.write(out.data(), out.size())) || writer.stopping())
+      if ((!out.empty() && !sink.write(out.data(), out.size())) || writer->stopping())
         state = SseStream::State::Failed;
       else if (last)
         state = SseStream::State::Finished;
@@ -470,7 +479,7 @@ void OpenAiServer::Impl::complete(const httplib::Request& q, httplib::Response& 
   Meta meta{chat, randomId(chat ? "chatcmpl-" : "cmpl-"), req.model.empty() ? (opt.mergedAdapter.empty() ? opt.baseModelId : opt.mergedAdapter) : req.model,
             int64_t(std::time(nullptr))};
   const bool stream = req.stream, includeUsage = req.includeUsage;
-  std::shared_ptr<Channel> ch = stream ? submit(req, adapter, [this] { writer.poke(); }) : submit(req, adapter, {});
+  std::shared_ptr<Channel> ch = stream ? submit(req, adapter, pokeWriter()) : submit(req, adapter, {});
   if (stream) return respondStream(res, meta, ch, includeUsage);
   try {
     respondWhole(res, meta, *ch);
@@ -539,6 +548,7 @@ OpenAiServer::OpenAiServer(infer::BatchScheduler& engine, ServerOptions options)
     impl_->listenSocket = sock;
   });
   impl_->routes();
+  impl_->engine.setAfterStep(impl_->pokeWriter());  // a step's tokens: one wake of the writer
 }
 
 OpenAiServer::~OpenAiServer() { stop(); }
@@ -561,7 +571,7 @@ void OpenAiServer::run() {
   d.runExited = true;
 }
 
-int64_t OpenAiServer::streamsHandedBack() const { return impl_->writer.handedBack(); }
+int64_t OpenAiServer::streamsHandedBack() const { return impl_->writer->handedBack(); }
 
 void OpenAiServer::stop() {
   // httplib's stop() does nothing until listen_after_bind() has started (a SIGTERM that
@@ -569,7 +579,8 @@ void OpenAiServer::stop() {
   // for the accept loop to be running before it stops it (seq_cst: one of the two wins).
   auto& d = *impl_;
   d.stopRequested = true;
-  d.writer.stop();  // streams end (their connection threads wait on the writer)
+  d.engine.setAfterStep({});
+  d.writer->stop();  // streams end (their connection threads wait on the writer)
   if (d.runEntered)
     while (!d.http.is_running() && !d.runExited) std::this_thread::sleep_for(std::chrono::milliseconds(1));
   d.http.stop();

@@ -69,6 +69,7 @@ struct BatchScheduler::Impl {
   std::deque<std::unique_ptr<Sequence>> incoming;  // guarded by mu
   std::set<uint64_t> cancels;                      // guarded by mu
   bool stopping = false;                           // guarded by mu
+  std::shared_ptr<const std::function<void()>> afterStep;  // guarded by mu
   SchedulerStats stats;                            // guarded by mu
   uint64_t nextId = 1;                             // guarded by mu
   std::atomic<bool> dead{false};
@@ -395,8 +396,13 @@ bool BatchScheduler::Impl::step() {
   admit();
   if (!staged.empty()) prefillStep();
   if (!running.empty()) decodeStep();
-  std::lock_guard<std::mutex> lk(mu);
-  publishCounts();
+  std::shared_ptr<const std::function<void()>> hook;
+  {
+    std::lock_guard<std::mutex> lk(mu);
+    publishCounts();
+    hook = afterStep;
+  }
+  if (hook) (*hook)();
   return true;
 }
 
@@ -507,6 +513,12 @@ uint64_t BatchScheduler::submit(ServeRequest request) {
   d.incoming.push_back(std::move(s));
   d.cv.notify_one();
   return id;
+}
+
+void BatchScheduler::setAfterStep(std::function<void()> hook) {
+  auto h = hook ? std::make_shared<const std::function<void()>>(std::move(hook)) : nullptr;
+  std::lock_guard<std::mutex> lk(impl_->mu);
+  impl_->afterStep = std::move(h);
 }
 
 void BatchScheduler::cancel(uint64_t id) {

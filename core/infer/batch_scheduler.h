@@ -11,6 +11,7 @@
 #include <atomic>
 #include <cstdint>
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <string>
 #include <utility>
@@ -72,6 +73,10 @@ class BatchScheduler {
   uint64_t submit(ServeRequest request);
   void cancel(uint64_t id);  // takes effect at the next step; onDone still runs
   void stop();
+  // Runs on the scheduler thread after every step, once that step's tokens went to their
+  // requests' onToken: a server hands a step's tokens on with one wake instead of one per
+  // token. Empty = none. Any thread, any time; a step already under way may use the old one.
+  void setAfterStep(std::function<void()> hook);
 
   // True while the scheduler thread runs and takes requests; false once it died on an
   // engine error or was stopped (then *why, when given, says which).

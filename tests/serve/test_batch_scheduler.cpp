@@ -14,6 +14,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <thread>
 
 #include "core/infer/batch_scheduler.h"
 #include "core/infer/local_engine.h"
@@ -347,6 +348,73 @@ class TestBatchScheduler : public QObject {
     QCOMPARE(c.result(1).finishReason, std::string("length"));
     QCOMPARE(engine->stats().cancelled, uint64_t(1));
     QCOMPARE(engine->stats().running, 0);
+  }
+
+  // The after-step hook (a server's one wake per step) runs on the scheduler thread after
+  // every step, once the step's tokens reached onToken: each call sees a token count that is
+  // a whole number of steps' worth (3 streams decoding together: a multiple of 3), the last
+  // call sees all of them, and a cleared hook is not called again.
+  void afterStepRunsOnceTheStepsTokensAreOut() {
+    infer::SchedulerOptions so;
+    so.maxBatch = 4;
+    so.maxModelLen = 4096;
+    auto engine = infer::BatchScheduler::open(dir_, so);
+    std::mutex mu;
+    int tokens = 0;
+    std::thread::id tokenThread;
+    std::vector<int> seen;  // tokens out at each call
+    bool sameThread = true;
+    engine->setAfterStep([&] {
+      std::lock_guard<std::mutex> lk(mu);
+      seen.push_back(tokens);
+      sameThread = sameThread && (tokens == 0 || std::this_thread::get_id() == tokenThread);
+    });
+    std::condition_variable cv;
+    int done = 0;
+    engine->holdForTesting(true);  // the three start together
+    for (int i = 0; i < 3; ++i) {
+      infer::ServeRequest r = greedy(promptOf(4, i), 6);
+      r.onToken = [&](int32_t, const std::string&) {
+        std::lock_guard<std::mutex> lk(mu);
+        ++tokens;
+        tokenThread = std::this_thread::get_id();
+        return true;
+      };
+      r.onDone = [&](const infer::ServeResult&) {
+        std::lock_guard<std::mutex> lk(mu);
+        ++done;
+        cv.notify_all();
+      };
+      engine->submit(std::move(r));
+    }
+    engine->holdForTesting(false);
+    {
+      std::unique_lock<std::mutex> lk(mu);
+      QVERIFY(cv.wait_for(lk, std::chrono::minutes(1), [&] { return done == 3; }));
+    }
+    for (int i = 0; i < 200; ++i) {  // the call after the last step may still be under way
+      {
+        std::lock_guard<std::mutex> lk(mu);
+        if (!seen.empty() && seen.back() == 18) break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    }
+    engine->setAfterStep({});
+    size_t calls = 0;
+    {
+      std::lock_guard<std::mutex> lk(mu);
+      QCOMPARE(tokens, 18);
+      QVERIFY(sameThread);
+      QVERIFY(seen.size() >= 5);  // a call per scheduler iteration (the prefill shares one with a decode step)
+      for (int n : seen) QVERIFY2(n % 3 == 0, qPrintable(QString("a call saw %1 tokens").arg(n)));
+      QCOMPARE(seen.back(), 18);
+      calls = seen.size();
+    }
+    Collector c;  // a request run without a hook: no further call
+    engine->submit(c.wrap(greedy(promptOf(4, 9), 3), 0));
+    QVERIFY(c.wait());
+    std::lock_guard<std::mutex> lk(mu);
+    QCOMPARE(seen.size(), calls);
   }
 
   void rejectsRequestsThatCannotRun() {
