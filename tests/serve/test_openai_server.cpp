@@ -267,14 +267,15 @@ class TestOpenAiServer : public QObject {
     QVERIFY2(after.steps - before.steps < 3900, "the sequence ran to its end instead of being dropped");
   }
 
-  // One writer thread serves every stream. A client that stops reading (small socket
-  // buffers, then nothing read for half a second) fills its socket: the writer's write waits,
-  // then that stream is handed back to its own connection thread. Nothing is lost: after the
-  // pause the client reads every token, the usage chunk and [DONE]; a stream that started
+  // One writer thread serves every stream. A client that stops reading (small socket buffers,
+  // nothing read until its request is fully generated) fills its socket: the writer's write
+  // waits, then that stream is handed back to its own connection thread. Nothing is lost: after
+  // the pause the client reads every token, the usage chunk and [DONE]; a stream that started
   // meanwhile completes too.
   void slowReaderIsHandedBackAndLosesNothing() {
     auto local = startServer(dir_, {}, 16384);
     const int64_t before = local->server().streamsHandedBack();
+    const uint64_t completedBefore = local->engine().stats().completed;
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     QVERIFY(fd >= 0);
     const int small = 4096;
@@ -291,7 +292,13 @@ class TestOpenAiServer : public QObject {
                                 "Connection: close\r\nContent-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
     QCOMPARE(::send(fd, request.data(), request.size(), 0), ssize_t(request.size()));
 
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));  // not reading: the socket fills
+    // Not reading: the socket fills (4000 frames, ~800 KB, against buffers of tens of KB) and the
+    // writer's write waits. Once every token is generated, and a little longer, it has waited
+    // well past the hand-back threshold however fast this machine generates.
+    for (int i = 0; i < 6000 && local->engine().stats().completed == completedBefore; ++i)
+      std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    QVERIFY(local->engine().stats().completed > completedBefore);
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::thread other([&] {  // meanwhile another stream
       auto c = local->client();
       auto r = post(c, "/v1/completions", {{"prompt", "x"}, {"max_tokens", 20}, {"ignore_eos", true}, {"stream", true}});
