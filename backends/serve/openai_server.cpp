@@ -35,24 +35,19 @@ struct Event {
 };
 
 struct Channel {
-  // Set before the request is submitted (read on the scheduler thread): called after a push
-  // that asks for it (the last event: a step's tokens are handed on by the scheduler's
-  // after-step hook), besides waking a thread waiting in take() (none while the writer serves
-  // the stream: then the notify is a no-op without a system call).
-  explicit Channel(std::function<void()> w = {}) : wake(std::move(w)) {}
-  const std::function<void()> wake;
   std::mutex mu;
   std::condition_variable cv;
   std::deque<Event> events;
   std::atomic<bool> gone{false};  // the client left: the scheduler cancels at its next token
   uint64_t requestId = 0;
 
-  void push(Event e, bool poke) {
+  // Wakes a thread waiting in take(); while the writer serves the stream none waits, and the
+  // notify is a no-op without a system call.
+  void push(Event e) {
     {
       std::lock_guard<std::mutex> lk(mu);
       events.push_back(std::move(e));
     }
-    if (poke && wake) wake();
     cv.notify_one();
   }
   // What has arrived, without waiting.
@@ -164,7 +159,8 @@ struct SseStream {
   // writes the rest itself (see SseWriter).
   enum class State { Open, Finished, Failed, HandedBack } state = State::Open;
 
-  // The frames for what has arrived; sets *finished when the last ones are among them.
+  // The frames for what has arrived (empty: nothing to send); sets *finished when the last ones
+  // are among them.
   std::string framesFor(std::deque<Event> events, bool* finished) {
     std::string out;
     if (meta.chat && !roleSent) {  // vLLM: the first chat delta carries the role
@@ -271,12 +267,11 @@ class SseWriter {
       lk.unlock();
       std::vector<std::pair<SseStream*, SseStream::State>> ended;
       for (const auto& s : pass) {
-        std::deque<Event> events = s->ch->takeNow();
-        if (events.empty() && (s->roleSent || !s->meta.chat)) continue;
         bool finished = false;
-        const std::string out = s->framesFor(std::move(events), &finished);
+        const std::string out = s->framesFor(s->ch->takeNow(), &finished);
+        if (out.empty()) continue;
         const auto t0 = std::chrono::steady_clock::now();
-        if (!out.empty() && !s->sink->write(out.data(), out.size())) {
+        if (!s->sink->write(out.data(), out.size())) {
           s->ch->gone = true;  // the client left: the scheduler drops the sequence at its next token
           ended.emplace_back(s.get(), SseStream::State::Failed);
         } else if (finished) {
@@ -326,6 +321,7 @@ struct OpenAiServer::Impl {
   Impl(infer::BatchScheduler& e, ServerOptions o) : engine(e), opt(std::move(o)) {}
   void routes();
   std::string adapterFor(const std::string& model) const;
+  // `wake` (may be empty) runs after the request's end is queued.
   std::shared_ptr<Channel> submit(OpenAiRequest& req, const std::string& adapter, std::function<void()> wake);
   void complete(const httplib::Request& q, httplib::Response& res, bool chat);
   void respondWhole(httplib::Response& res, const Meta& meta, Channel& ch);
@@ -395,16 +391,17 @@ std::shared_ptr<Channel> OpenAiServer::Impl::submit(OpenAiRequest& req, const st
   if (req.chat && !gen.ignoreEos)  // the template's end-of-turn words end a reply (ignore_eos: not even those)
     for (const auto& s : tokenizer::llama3StopWords())
       if (auto id = engine.tokenizer()->tokenId(s)) gen.stopIds.push_back(*id);
-  auto ch = std::make_shared<Channel>(std::move(wake));
+  auto ch = std::make_shared<Channel>();
   std::weak_ptr<Channel> weak = ch;  // the scheduler must not keep a finished HTTP exchange alive
   gen.onToken = [weak](int32_t, const std::string& text) {
     auto c = weak.lock();
     if (!c || c->gone) return false;
-    if (!text.empty()) c->push({false, text, {}}, false);  // the after-step hook pokes the writer
+    if (!text.empty()) c->push({false, text, {}});  // the scheduler's after-step hook pokes the writer
     return true;
   };
-  gen.onDone = [weak](const infer::ServeResult& r) {
-    if (auto c = weak.lock()) c->push({true, {}, r}, true);
+  gen.onDone = [weak, wake = std::move(wake)](const infer::ServeResult& r) {
+    if (auto c = weak.lock()) c->push({true, {}, r});
+    if (wake) wake();  // the last frames, also when no step follows (the scheduler stopping)
   };
   try {
     ch->requestId = engine.submit(std::move(gen));

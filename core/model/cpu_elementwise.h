@@ -6,9 +6,9 @@
 
 namespace crosslab::model {
 
-// Elementwise steps of the fused decode step in fp32, with `bf16` each result rounded to
-// bf16 (round to nearest even, NaN to 0x7FC0: c10::BFloat16's conversion, bit for bit) where
-// the op-by-op path stores a bf16 tensor; without it, plain fp32. 16 lanes at a time.
+// With `bf16` each result is rounded to bf16 (round to nearest even, NaN to 0x7FC0:
+// c10::BFloat16's conversion, bit for bit) where the op-by-op path stores a bf16 tensor;
+// without it, plain fp32.
 //   roundBf16:      v[i] = r(v[i])                                          (bf16 only)
 //   scaleRoundMax:  s[t] = r(r(s[t]) * scale); returns the max (-inf for len 0)
 //   divideRound:    s[t] = r(s[t] / d)
