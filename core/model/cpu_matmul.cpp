@@ -498,6 +498,12 @@ bool f32KernelsAvailable() {
   return available;
 }
 
+int64_t matmulGrain(int64_t k, int64_t n) {
+  const int64_t kk = std::max<int64_t>(1, k), work = kk * std::max<int64_t>(1, n);
+  const int64_t byStream = ((int64_t(1) << 18) + kk - 1) / kk, byWork = ((int64_t(1) << 20) + work - 1) / work;
+  return std::max<int64_t>(16, std::min(byStream, byWork));
+}
+
 bool bf16KernelsAvailable() {
   static const bool available = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw");
   return available;

@@ -84,7 +84,7 @@ at::Tensor projectRows(const at::Tensor& x, const at::Tensor& w) {
   const at::Tensor xc = x.reshape({n, in}).contiguous();
   at::Tensor y = at::empty({n, out}, x.options().dtype(at::kFloat));  // fp32 accumulators
   float* yp = y.data_ptr<float>();
-  const int64_t grain = std::max<int64_t>(16, (int64_t(1) << 16) / in);
+  const int64_t grain = matmulGrain(in, n);
   if (x.scalar_type() == at::kFloat) {
     const float* wp = w.data_ptr<float>();
     const MatmulRows<float> rows(xc.data_ptr<float>(), n, in);

@@ -111,7 +111,7 @@ struct Scratch {
 };
 
 // Y [n, out] = X [n, k] Wᵀ in fp32, W [out, k] in the storage type. W's rows are split across
-// the thread pool only when a chunk holds at least 64K weights: small matrices stay on the
+// the thread pool only in chunks worth a wake (matmulGrain): small products stay on the
 // calling thread. Each chunk streams its rows once for all n rows.
 template <class M>
 void matmul(const at::Tensor& w, const PreparedX<M>& x, Rows& y) {
@@ -121,8 +121,7 @@ void matmul(const at::Tensor& w, const PreparedX<M>& x, Rows& y) {
   y.resize(n, out);
   const auto* wp = reinterpret_cast<const Bits*>(w.data_ptr<typename M::Storage>());
   float* yp = y.v.data();
-  const int64_t grain = std::max<int64_t>(16, (int64_t(1) << 16) / std::max<int64_t>(1, k));
-  at::parallel_for(0, out, grain, [&](int64_t b, int64_t e) { matmulRows(wp + b * k, e - b, rows, yp + b, out); });
+  at::parallel_for(0, out, matmulGrain(k, n), [&](int64_t b, int64_t e) { matmulRows(wp + b * k, e - b, rows, yp + b, out); });
 }
 
 // project(): X Wᵀ (+ b in fp32), rounded once to the dtype.

@@ -85,6 +85,24 @@ class TestCpuMatmul : public QObject {
   Q_OBJECT
 
  private slots:
+  // A thread's share of a product is worth waking a thread for: >= 256K weights streamed or
+  // >= 1M multiply-adds, and no more rows than that needs (16 at least).
+  void matmulGrainSplitsOnlyWorthwhileProducts() {
+    const auto worth = [](int64_t rows, int64_t k, int64_t n) { return rows * k >= (1 << 18) || rows * k * n >= (1 << 20); };
+    for (int64_t k : {5, 64, 128, 768, 2048, 8192})
+      for (int64_t n : {1, 2, 8, 16, 32, 64}) {
+        const int64_t g = matmulGrain(k, n);
+        QVERIFY2(g >= 16, qPrintable(QString("k=%1 n=%2: %3").arg(k).arg(n).arg(g)));
+        QVERIFY2(worth(g, k, n) || g == 16, qPrintable(QString("k=%1 n=%2: %3").arg(k).arg(n).arg(g)));
+        QVERIFY2(g == 16 || !worth(g - 1, k, n), qPrintable(QString("k=%1 n=%2: %3").arg(k).arg(n).arg(g)));
+      }
+    // the demo model's LM head (964 x 128): one row on the calling thread, 32 rows split
+    QVERIFY(matmulGrain(128, 1) >= 964);
+    QVERIFY(matmulGrain(128, 32) <= 964 / 2);
+    // a 1B model's 2048 x 2048 projection at one row: split, for the second core's bandwidth
+    QVERIFY(matmulGrain(2048, 1) <= 2048 / 2);
+  }
+
   void matmulRowsMatchesExactSums_data() {
     QTest::addColumn<int>("rows");
     QTest::addColumn<int>("k");
