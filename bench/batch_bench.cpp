@@ -19,6 +19,10 @@
 //   ttft / tpot p50 and p99 (ms), and where the scheduler thread's time went (share of wall
 //   time: prefill, decode forward, of it the fused step's matmul / LoRA / attention / rest,
 //   LM head, sampling, emitting tokens, idle) and the decode paths it chose.
+// It runs the scheduler as `crosslab-cli serve` does: OpenMP's idle workers sleep instead of
+// spinning (core/util/openmp_waits.h; an OMP_WAIT_POLICY the caller set is kept). Spinning
+// workers cost this program too (on the 2-core VM, demo model, bf16, 32 streams: 15-19k tok/s
+// with libgomp's default, 13k with OMP_WAIT_POLICY=ACTIVE, 18-23k passive).
 // The first line reports the machine's compute peak the program measures (bf16 or f32 GEMM
 // through ATen and through our kernels, all threads); each level's "rates" give the decode
 // products' GFLOP/s and their share of it (bench_support.h: decodeRates).
@@ -38,6 +42,7 @@
 
 #include "core/infer/batch_scheduler.h"
 #include "bench/bench_support.h"
+#include "core/util/openmp_waits.h"
 
 using namespace crosslab;
 using nlohmann::json;
@@ -187,6 +192,7 @@ json runLevel(infer::BatchScheduler& engine, const Options& o, int level, const 
 }  // namespace
 
 int main(int argc, char** argv) {
+  util::reexecWithPassiveOpenMpWaits(argv);  // before libgomp starts a thread: as `serve` runs
   try {
     Options o = parse(argc, argv);
     infer::SchedulerOptions so;
