@@ -21,22 +21,41 @@ DecodePath DecodePathChooser::fastest(int rows, const Size& s) const {
   return DecodePath(best);
 }
 
+double DecodePathChooser::bestOfOthers(int rows, const Size& s, size_t path) const {
+  double best = 0;
+  for (size_t o = 0; o < candidates(rows); ++o)
+    if (o != path && s.best[o] > 0 && (best == 0 || s.best[o] < best)) best = s.best[o];
+  return best;
+}
+
+void DecodePathChooser::stop(Size& s, size_t path, double ratio) {
+  s.tries[path] = kTries;
+  s.turnLeft = 0;
+  if (++s.stops[path] >= 2) s.sitOutUntil[path] = s.steps + uint64_t(kSitOut * ratio);
+}
+
 DecodePath DecodePathChooser::pick(int rows) {
   Size& s = sizes_[rows];
-  if (++s.used >= s.recheckAt) {  // measure all again; the next re-check comes twice as late
-    s.tries = {};
-    s.best = {};
+  ++s.steps;
+  if (++s.used >= s.recheckAt) {  // measure again; the next re-check comes twice as late
+    for (size_t p = 0; p < kPaths; ++p) {
+      if (s.steps < s.sitOutUntil[p]) continue;  // sits this one out: its old figures stand
+      s.tries[p] = 0;
+      s.best[p] = 0;
+    }
     s.turnLeft = 0;
     s.used = 0;
     s.recheckAt *= 2;
   }
   // Exploring: a turn of kTurn steps of one path runs to its end; then the path with the
   // fewest turns so far has the next (the paths alternate, so that a burst of load from other
-  // threads slows every path's turns alike instead of all the tries of one).
+  // threads slows every path's turns alike instead of all the tries of one). Op-by-op goes
+  // last: where it is far slower, it is then stopped against the best fused figure there is.
   if (s.turnLeft > 0) return DecodePath(s.turnPath);
-  size_t next = 0;
-  for (size_t p = 1; p < candidates(rows); ++p)
-    if (s.tries[p] < s.tries[next]) next = p;
+  constexpr size_t kOrder[] = {size_t(DecodePath::Fused), size_t(DecodePath::FusedSplit), size_t(DecodePath::OpByOp)};
+  size_t next = kPaths;
+  for (size_t p : kOrder)
+    if (p < candidates(rows) && (next == kPaths || s.tries[p] < s.tries[next])) next = p;
   if (s.tries[next] < kTries) return DecodePath(next);
   return fastest(rows, s);
 }
@@ -50,17 +69,19 @@ void DecodePathChooser::record(int rows, DecodePath path, double seconds) {
     s.turnLeft = kTurn;
   }
   const int index = kTurn - s.turnLeft--;
-  if (index >= kWarmup) {  // timed
+  const double others = bestOfOthers(rows, s, p);
+  if (index < kWarmup) {  // untimed, unless hopeless
+    if (others > 0 && seconds > kHopeless * others) {
+      s.best[p] = seconds;  // for the summary: measured, and far slower
+      ++revision_;
+      return stop(s, p, seconds / others);
+    }
+  } else {  // timed
     s.best[p] = s.best[p] == 0 ? seconds : std::min(s.best[p], seconds);
     ++revision_;
-    for (size_t o = 0; o < candidates(rows); ++o)
-      if (o != p && s.best[o] > 0 && s.best[p] > 2 * s.best[o]) {  // far slower: no more steps of it
-        s.tries[p] = kTries;
-        s.turnLeft = 0;
-        return;
-      }
+    if (others > 0 && s.best[p] > 2 * others) return stop(s, p, s.best[p] / others);
   }
-  if (s.turnLeft == 0) ++s.tries[p];
+  if (s.turnLeft == 0 && ++s.tries[p] >= kTries) s.stops[p] = 0;  // all its turns: not far slower
 }
 
 std::string DecodePathChooser::summary() const {
