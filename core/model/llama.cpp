@@ -271,6 +271,19 @@ at::Tensor LlamaModel::hidden(const at::Tensor& ids, KvCache* cache) const {
   return rmsNorm(x, weights_.finalNorm, config_.rmsNormEps);
 }
 
+at::Tensor LlamaModel::forward(const at::Tensor& ids, KvCache* cache) const {
+  if (canDecodeStepCpu(ids, cache) && lmHeadInStep(ids.size(0))) return decodeStepCpu(ids, *cache, true);
+  return logits(hidden(ids, cache));
+}
+
+// logits() takes our kernels for these rows (kernelRowsApply), so the step's own call of them
+// computes what logits() would.
+bool LlamaModel::lmHeadInStep(int64_t rows) const {
+  const at::Tensor& w = weights_.lmHead;
+  const bool kernels = dtype_ == at::kFloat ? f32KernelsAvailable() : dtype_ == at::kBFloat16 && bf16KernelsAvailable();
+  return fastDecode_ && kernels && rows <= 64 && w.scalar_type() == dtype_ && w.is_contiguous();
+}
+
 at::Tensor LlamaModel::logits(const at::Tensor& hidden) const {
   // A decode step's rows (fused path): our kernels; one rounding to the dtype, as at::linear.
   if (fastDecode_ && kernelRowsApply(hidden, weights_.lmHead, 64))

@@ -52,6 +52,7 @@ struct DecodeTimes {
   double lora = 0;       // runtime LoRA: gather, shrink, expand, add
   double attention = 0;  // RoPE, KV append, scores, softmax, weighted values
   double other = 0;      // embedding, norms, activation, residual adds
+  double lmHead = 0;     // the LM head run inside the step (forward())
   uint64_t steps = 0, rows = 0;
   uint64_t groups = 0;   // row groups run (one per step unless the rows were split over threads)
 };
@@ -85,7 +86,9 @@ class LlamaModel {
   at::Tensor hidden(const at::Tensor& ids, KvCache* cache = nullptr) const;
   // hidden [B, T, H] -> logits [B, T, vocab] in fp32.
   at::Tensor logits(const at::Tensor& hidden) const;
-  at::Tensor forward(const at::Tensor& ids, KvCache* cache = nullptr) const { return logits(hidden(ids, cache)); }
+  // logits(hidden(ids, cache)); a fused decode step (below) runs the LM head inside the step,
+  // each row group over its own rows: no second wake of the thread pool per step.
+  at::Tensor forward(const at::Tensor& ids, KvCache* cache = nullptr) const;
 
   KvCache makeCache(int64_t batch, int64_t capacity) const;
 
@@ -127,10 +130,12 @@ class LlamaModel {
                        const at::Tensor& positions, KvCache* cache, size_t layer) const;
   at::Tensor mlp(const LlamaLayerWeights& w, const at::Tensor& h, size_t layer) const;
   bool canDecodeStepCpu(const at::Tensor& ids, const KvCache* cache) const;
-  at::Tensor decodeStepCpu(const at::Tensor& ids, KvCache& cache) const;  // [B, 1, H]
+  // [B, 1, H]; withLogits: logits [B, 1, vocab] fp32 instead, the LM head run by each row group
+  at::Tensor decodeStepCpu(const at::Tensor& ids, KvCache& cache, bool withLogits = false) const;
   template <class M>
   void decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& cache, int64_t r0, int64_t r1, at::Tensor& out,
-                         DecodeTimes* times) const;
+                         float* logits, DecodeTimes* times) const;
+  bool lmHeadInStep(int64_t rows) const;  // the step can run the LM head as logits() would
   // project() plus the delta hook.
   at::Tensor linear(size_t layer, Proj p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const;
 

@@ -254,7 +254,7 @@ bool LlamaModel::canDecodeStepCpu(const at::Tensor& ids, const KvCache* cache) c
 // lengths afterwards. Writes those rows of `out` ([B, 1, H] in the model's dtype).
 template <class M>
 void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& cache, int64_t r0, int64_t r1,
-                                   at::Tensor& out, DecodeTimes* times) const {
+                                   at::Tensor& out, float* logits, DecodeTimes* times) const {
   using S = typename M::Storage;
   const ModelConfig& c = config_;
   const int64_t n = r1 - r0, H = c.hiddenSize, nh = c.numHeads, nkv = c.numKvHeads, hd = c.headDim;
@@ -348,12 +348,22 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
   }
 
   rmsNorm<M>(x, weights_.finalNorm, c.rmsNormEps, h);
+  clock.charge(&DecodeTimes::other);
+  if (logits) {  // these rows' logits as logits() computes them: X Wᵀ in fp32, rounded once to the dtype
+    s.in.prepare(h);
+    Rows& lg = buffers.gate;  // free by now
+    matmul<M>(weights_.lmHead, s.in, lg);
+    if (M::kBf16) roundBf16(lg.v.data(), int64_t(lg.v.size()));
+    std::memcpy(logits + r0 * c.vocabSize, lg.v.data(), sizeof(float) * lg.v.size());
+    clock.charge(&DecodeTimes::lmHead);
+    return;
+  }
   S* op = out.data_ptr<S>() + r0 * H;
   for (size_t i = 0; i < h.v.size(); ++i) op[i] = M::store(h.v[i]);
   clock.charge(&DecodeTimes::other);
 }
 
-at::Tensor LlamaModel::decodeStepCpu(const at::Tensor& ids, KvCache& cache) const {
+at::Tensor LlamaModel::decodeStepCpu(const at::Tensor& ids, KvCache& cache, bool withLogits) const {
   const at::Tensor flat = ids.to(at::kLong).reshape({-1}).contiguous();
   const std::vector<int64_t> tokens(flat.data_ptr<int64_t>(), flat.data_ptr<int64_t>() + flat.numel());
   const int64_t n = int64_t(tokens.size());
@@ -361,12 +371,14 @@ at::Tensor LlamaModel::decodeStepCpu(const at::Tensor& ids, KvCache& cache) cons
     if (cache.lengths[size_t(b)] + 1 > cache.capacity) throw std::runtime_error("KV cache is full");
     if (tokens[size_t(b)] < 0 || tokens[size_t(b)] >= config_.vocabSize) throw std::runtime_error("token id out of range");
   }
-  at::Tensor out = at::empty({n, 1, config_.hiddenSize}, at::TensorOptions().dtype(dtype_));  // [B, T=1, H]
+  at::Tensor out = withLogits ? at::empty({n, 1, config_.vocabSize}, at::TensorOptions().dtype(at::kFloat))
+                              : at::empty({n, 1, config_.hiddenSize}, at::TensorOptions().dtype(dtype_));  // [B, T=1, …]
+  float* logits = withLogits ? out.data_ptr<float>() : nullptr;
   const auto rows = [&](int64_t r0, int64_t r1, DecodeTimes* times) {
     if (dtype_ == at::kFloat)
-      decodeStepCpuImpl<F32Math>(tokens, cache, r0, r1, out, times);
+      decodeStepCpuImpl<F32Math>(tokens, cache, r0, r1, out, logits, times);
     else
-      decodeStepCpuImpl<Bf16Math>(tokens, cache, r0, r1, out, times);
+      decodeStepCpuImpl<Bf16Math>(tokens, cache, r0, r1, out, logits, times);
   };
   // Rows split into groups, each through every layer on its own thread: no synchronisation
   // inside the step, each weight streamed once per group (the group holding row 0 is timed).

@@ -6,6 +6,8 @@
 //   3. the independent PyTorch reference (tests/model/ref_llama.py) on each full sequence,
 //   4. the fused step with its rows split into 3 groups on 3 threads (LlamaModel::setDecodeSplit;
 //      uneven groups, adapters' rows across group boundaries),
+//   5. the same step's logits through logits(hidden()) instead of forward() (where the fused
+//      step runs the LM head in each row group): bit for bit,
 // logits of every decode step and their greedy ids; fp32 and bf16, without and with runtime
 // LoRA (rows of adapter a, adapter b and no adapter in one batch). The batch sizes reach every
 // kernel of core/model/cpu_matmul.h (1 row, row tiles of 1..4, packed 16/32/48/64 lanes, and
@@ -111,9 +113,10 @@ class Decoder {
   // Prefills rows [first, first + n) of `batch` (all but each prompt's last token, one row at a
   // time, op by op), then runs `steps` decode steps over those rows together. feed: the tokens
   // to feed after the prompt (teacher forcing); empty = greedy, written back into *fed.
-  // split: the fused step's row groups (LlamaModel::setDecodeSplit).
+  // split: the fused step's row groups (LlamaModel::setDecodeSplit). viaForward: the step's
+  // logits from forward() (the fused step runs the LM head itself), else logits(hidden()).
   Logits run(const Batch& batch, size_t first, size_t n, int steps, bool fused, std::vector<std::vector<int64_t>>* fed,
-             int split = 1) {
+             int split = 1, bool viaForward = true) {
     c10::InferenceMode guard;
     model::KvCache cache = model_.makeCache(int64_t(n), 64);
     for (size_t b = 0; b < n; ++b) {
@@ -138,7 +141,8 @@ class Decoder {
     for (int s = 0; s < steps; ++s) {
       const at::Tensor input = at::tensor(ids, at::kLong).view({int64_t(n), 1});
       if (fused && !model_.fusedDecodeApplies(input, &cache)) throw std::runtime_error("the fused step does not apply");
-      const at::Tensor logits = model_.logits(model_.hidden(input, &cache)).contiguous();  // [n, 1, vocab]
+      const at::Tensor logits =
+          (viaForward ? model_.forward(input, &cache) : model_.logits(model_.hidden(input, &cache))).contiguous();  // [n, 1, vocab]
       out.emplace_back(logits.data_ptr<float>(), logits.data_ptr<float>() + logits.numel());
       for (size_t b = 0; b < n; ++b) {
         auto& f = (*fed)[first + b];
@@ -226,6 +230,15 @@ class TestBatchedDecode : public QObject {
     at::set_num_threads(threads);
     QCOMPARE(dec.times.steps, uint64_t(steps));
     QCOMPARE(dec.times.groups, uint64_t(steps) * std::min<uint64_t>(3, n));  // the rows really ran in groups
+    // and each group its rows' LM head, up to the 64 rows logits() runs through our kernels
+    // (beyond, through at::linear: the step leaves it to logits())
+    QCOMPARE(dec.times.lmHead > 0, n <= 64);
+    // The LM head inside the step computes what logits() computes on the step's hidden rows:
+    // the same kernel on the same rows, bit for bit.
+    std::vector<std::vector<int64_t>> fedTwice = fed;
+    const Logits twoCalls = dec.run(batch, 0, n, steps, true, &fedTwice, 1, false);
+    QCOMPARE(dec.times.lmHead, 0.0);
+    QCOMPARE(maxAbsDiff(fused, twoCalls), 0.0);
     Logits alone(size_t(steps), std::vector<float>(n * size_t(vocab)));
     for (size_t b = 0; b < n; ++b) {
       const Logits one = dec.run(batch, b, 1, steps, true, &fed);
