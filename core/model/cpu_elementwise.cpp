@@ -135,6 +135,74 @@ CROSSLAB_F32_TARGET void mulRoundKernel(float* g, const float* u, int64_t n) {
   }
 }
 
+template <bool B>
+CROSSLAB_F32_TARGET void normRoundKernel(const float* x, float inv, const float* w, float* out, int64_t n) {
+  const __m512 iv = _mm512_set1_ps(inv);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = laneMask(n - i);
+    const __m512 t = maybeRound<B>(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), iv));
+    _mm512_mask_storeu_ps(out + i, m, maybeRound<B>(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, w + i), t)));
+  }
+}
+
+template <bool B>
+CROSSLAB_F32_TARGET void normRoundBf16WKernel(const float* x, float inv, const uint16_t* w, float* out, int64_t n) {
+  const __m512 iv = _mm512_set1_ps(inv);
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = laneMask(n - i);
+    __m256i wb;
+    if (n - i >= 16) {
+      wb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i));
+    } else {  // the tail, through a zeroed copy (masked 16-bit loads need AVX512BW+VL)
+      alignas(32) uint16_t tail[16] = {};
+      std::memcpy(tail, w + i, sizeof(uint16_t) * size_t(n - i));
+      wb = _mm256_load_si256(reinterpret_cast<const __m256i*>(tail));
+    }
+    const __m512 wv = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(wb), 16));
+    const __m512 t = maybeRound<B>(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), iv));
+    _mm512_mask_storeu_ps(out + i, m, maybeRound<B>(_mm512_mul_ps(wv, t)));
+  }
+}
+
+template <bool B>
+CROSSLAB_F32_TARGET void ropeRoundKernel(float* v, const float* cs, const float* sn, int64_t half) {
+  for (int64_t i = 0; i < half; i += 16) {
+    const __mmask16 m = laneMask(half - i);
+    const __m512 a = _mm512_maskz_loadu_ps(m, v + i), b = _mm512_maskz_loadu_ps(m, v + half + i);
+    const __m512 c = _mm512_maskz_loadu_ps(m, cs + i), s = _mm512_maskz_loadu_ps(m, sn + i);
+    const __m512 nb = _mm512_sub_ps(_mm512_setzero_ps(), b);
+    const __m512 lo = maybeRound<B>(_mm512_add_ps(maybeRound<B>(_mm512_mul_ps(a, c)), maybeRound<B>(_mm512_mul_ps(nb, s))));
+    const __m512 hi = maybeRound<B>(_mm512_add_ps(maybeRound<B>(_mm512_mul_ps(b, c)), maybeRound<B>(_mm512_mul_ps(a, s))));
+    _mm512_mask_storeu_ps(v + i, m, lo);
+    _mm512_mask_storeu_ps(v + half + i, m, hi);
+  }
+}
+
+CROSSLAB_F32_TARGET void toBf16BitsKernel(const float* v, uint16_t* out, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = laneMask(n - i);
+    const __m512i bits = _mm512_srli_epi32(_mm512_castps_si512(roundBf16x16(_mm512_maskz_loadu_ps(m, v + i))), 16);
+    _mm512_mask_cvtepi32_storeu_epi16(out + i, m, bits);
+  }
+}
+
+CROSSLAB_F32_TARGET double sumSquaresKernel(const float* x, int64_t n) {
+  // lane j sums x[j], x[j + 8], x[j + 16], … in that order (as the scalar loop's p[j])
+  __m512d acc = _mm512_setzero_pd();
+  for (int64_t i = 0; i < n; i += 16) {
+    const __m512 v = _mm512_maskz_loadu_ps(laneMask(n - i), x + i);  // zeros past the end add nothing
+    const __m512d lo = _mm512_cvtps_pd(_mm512_castps512_ps256(v));
+    const __m512d hi = _mm512_cvtps_pd(_mm256_castpd_ps(_mm512_extractf64x4_pd(_mm512_castps_pd(v), 1)));
+    acc = _mm512_fmadd_pd(lo, lo, acc);  // one rounding, as the scalar += of an exact square
+    acc = _mm512_fmadd_pd(hi, hi, acc);
+  }
+  alignas(64) double t[8];
+  _mm512_store_pd(t, acc);
+  double s = 0;
+  for (double l : t) s += l;
+  return s;
+}
+
 }  // namespace
 
 namespace {
@@ -178,6 +246,45 @@ void addRound(float* x, const float* y, int64_t n, bool roundY, bool bf16) {
 void mulRound(float* g, const float* u, int64_t n, bool bf16) {
   if (f32KernelsAvailable()) return bf16 ? mulRoundKernel<true>(g, u, n) : mulRoundKernel<false>(g, u, n);
   for (int64_t i = 0; i < n; ++i) g[i] = maybeRoundScalar(maybeRoundScalar(g[i], bf16) * u[i], bf16);
+}
+
+void normRound(const float* x, float inv, const float* w, float* out, int64_t n, bool bf16) {
+  if (f32KernelsAvailable()) return bf16 ? normRoundKernel<true>(x, inv, w, out, n) : normRoundKernel<false>(x, inv, w, out, n);
+  for (int64_t i = 0; i < n; ++i) out[i] = maybeRoundScalar(w[i] * maybeRoundScalar(x[i] * inv, bf16), bf16);
+}
+
+void normRound(const float* x, float inv, const uint16_t* w, float* out, int64_t n, bool bf16) {
+  if (f32KernelsAvailable())
+    return bf16 ? normRoundBf16WKernel<true>(x, inv, w, out, n) : normRoundBf16WKernel<false>(x, inv, w, out, n);
+  for (int64_t i = 0; i < n; ++i) out[i] = maybeRoundScalar(simd::bf16ToFloat(w[i]) * maybeRoundScalar(x[i] * inv, bf16), bf16);
+}
+
+void ropeRound(float* v, const float* cos, const float* sin, int64_t half, bool bf16) {
+  if (f32KernelsAvailable()) return bf16 ? ropeRoundKernel<true>(v, cos, sin, half) : ropeRoundKernel<false>(v, cos, sin, half);
+  for (int64_t i = 0; i < half; ++i) {
+    const float a = v[i], b = v[i + half], cs = cos[i], sn = sin[i];
+    v[i] = maybeRoundScalar(maybeRoundScalar(a * cs, bf16) + maybeRoundScalar(-b * sn, bf16), bf16);
+    v[i + half] = maybeRoundScalar(maybeRoundScalar(b * cs, bf16) + maybeRoundScalar(a * sn, bf16), bf16);
+  }
+}
+
+void toBf16Bits(const float* v, uint16_t* out, int64_t n) {
+  if (f32KernelsAvailable()) return toBf16BitsKernel(v, out, n);
+  for (int64_t i = 0; i < n; ++i) {
+    const float r = roundBf16Scalar(v[i]);
+    uint32_t u;
+    std::memcpy(&u, &r, sizeof u);
+    out[i] = uint16_t(u >> 16);
+  }
+}
+
+double sumSquares(const float* x, int64_t n) {
+  if (f32KernelsAvailable()) return sumSquaresKernel(x, n);
+  double p[8] = {};
+  for (int64_t i = 0; i < n; ++i) p[i % 8] += double(x[i]) * double(x[i]);
+  double s = 0;
+  for (double l : p) s += l;
+  return s;
 }
 
 float expShifted(float* s, int64_t len, float shift) {

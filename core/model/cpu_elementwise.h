@@ -19,6 +19,16 @@ float scaleRoundMax(float* s, int64_t len, float scale, bool bf16);
 void divideRound(float* s, int64_t len, float d, bool bf16);
 void addRound(float* x, const float* y, int64_t n, bool roundY, bool bf16);
 void mulRound(float* g, const float* u, int64_t n, bool bf16);
+//   normRound:      out[i] = r(w[i] * r(x[i] * inv))     (RMSNorm's scaling; w fp32 or bf16 bits)
+//   ropeRound:      v[i] = r(r(v[i] cos[i]) + r(-v[i+half] sin[i])),
+//                   v[i+half] = r(r(v[i+half] cos[i]) + r(v[i] sin[i]))    for i < half
+void normRound(const float* x, float inv, const float* w, float* out, int64_t n, bool bf16);
+void normRound(const float* x, float inv, const uint16_t* w, float* out, int64_t n, bool bf16);
+void ropeRound(float* v, const float* cos, const float* sin, int64_t half, bool bf16);
+// out[i] = the bf16 bits of r(v[i]) (of v[i] itself when it is already a bf16 value).
+void toBf16Bits(const float* v, uint16_t* out, int64_t n);
+// Σ x[i]² in double (8 partial sums: the order differs from a sequential loop by ~1e-16).
+double sumSquares(const float* x, int64_t n);
 // s[t] = e^(s[t] - shift) for values <= shift (softmax after its max); returns the sum.
 float expShifted(float* s, int64_t len, float shift);
 // g[i] = silu(g[i]) = g / (1 + e^-g), fp32.

@@ -95,7 +95,10 @@ struct PreparedX {
   const Rows* source = nullptr;
   void prepare(const Rows& x) {
     xs.resize(x.v.size());
-    for (size_t i = 0; i < xs.size(); ++i) xs[i] = M::store(x.v[i]);  // exact: x is already rounded
+    if constexpr (M::kBf16)  // exact: x is already rounded
+      toBf16Bits(x.v.data(), reinterpret_cast<uint16_t*>(xs.data()), int64_t(xs.size()));
+    else
+      std::memcpy(xs.data(), x.v.data(), sizeof(float) * xs.size());
     rows = std::make_unique<MatmulRows<Bits>>(reinterpret_cast<const Bits*>(xs.data()), x.n, x.width, packed);
     source = &x;
   }
@@ -183,11 +186,13 @@ void rmsNorm(const Rows& x, const at::Tensor& weight, double eps, Rows& out) {
   out.resize(x.n, x.width);
   for (int64_t b = 0; b < x.n; ++b) {
     const float* xr = x.row(b);
-    double ss = 0;  // ATen's mean of a few thousand fp32 values: any sane order agrees to ~1e-7
-    for (int64_t i = 0; i < x.width; ++i) ss += double(xr[i]) * double(xr[i]);
+    // ATen's mean of a few thousand fp32 values: any sane order agrees to ~1e-7
+    const double ss = sumSquares(xr, x.width);
     const float inv = 1.0f / std::sqrt(float(ss / double(x.width)) + float(eps));
-    float* o = out.row(b);
-    for (int64_t i = 0; i < x.width; ++i) o[i] = M::round(M::load(wp[i]) * M::round(xr[i] * inv));
+    if constexpr (M::kBf16)
+      normRound(xr, inv, reinterpret_cast<const uint16_t*>(wp), out.row(b), x.width, true);
+    else
+      normRound(xr, inv, wp, out.row(b), x.width, false);
   }
 }
 
@@ -207,11 +212,7 @@ void ropeTables(const int64_t* positions, int64_t n, const float* invFreq, int64
 // v*cos + rotate_half(v)*sin over one head, each product and the sum rounded.
 template <class M>
 void rope(float* v, const float* cosv, const float* sinv, int64_t half) {
-  for (int64_t i = 0; i < half; ++i) {
-    const float a = v[i], b = v[i + half], cs = cosv[i], sn = sinv[i];
-    v[i] = M::round(M::round(a * cs) + M::round(-b * sn));
-    v[i + half] = M::round(M::round(b * cs) + M::round(a * sn));
-  }
+  ropeRound(v, cosv, sinv, half, M::kBf16);
 }
 
 // Attention of the `heads` query heads that share one kv head (q: [heads, hd], out likewise)

@@ -204,7 +204,8 @@ class TestCpuMatmul : public QObject {
 
   // The elementwise steps round as c10::BFloat16 does (the op-by-op path's conversion), bit
   // for bit, on every kind of float (ties to even, denormals, infinities, NaN payloads), and in
-  // fp32 mode compute plain fp32; every length's tail.
+  // fp32 mode compute plain fp32; every length's tail. The same for RMSNorm's scaling, RoPE,
+  // the bf16 bits of a row and its sum of squares.
   void elementwiseStepsRoundAsC10() {
     const auto c10r = [](float x) { return float(c10::BFloat16(x)); };
     const auto same = [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; };
@@ -223,6 +224,10 @@ class TestCpuMatmul : public QObject {
     roundBf16(v.data(), int64_t(v.size()));
     for (size_t i = 0; i < v.size(); ++i)
       QVERIFY2(same(v[i], c10r(special[i])), qPrintable(QString("%1 -> %2").arg(double(special[i])).arg(double(v[i]))));
+    std::vector<uint16_t> bits16(special.size());
+    toBf16Bits(special.data(), bits16.data(), int64_t(special.size()));
+    for (size_t i = 0; i < special.size(); ++i)
+      QVERIFY2(bits16[i] == c10::BFloat16(special[i]).x, qPrintable(QString("%1 -> %2").arg(double(special[i])).arg(bits16[i])));
 
     std::normal_distribution<float> normal;
     for (int64_t n : {1, 5, 16, 17, 37, 100})
@@ -249,6 +254,35 @@ class TestCpuMatmul : public QObject {
         s = a;
         mulRound(s.data(), b.data(), n, bf16);
         for (int64_t t = 0; t < n; ++t) QVERIFY2(same(s[size_t(t)], r(r(a[size_t(t)]) * b[size_t(t)])), qPrintable(where));
+        // RMSNorm's scaling, weights in fp32 and as bf16 bits (the weight values bf16-exact)
+        std::vector<uint16_t> wb(static_cast<size_t>(n));
+        std::vector<float> wf(static_cast<size_t>(n)), o(static_cast<size_t>(n)), o2(static_cast<size_t>(n));
+        for (int64_t t = 0; t < n; ++t) {
+          wb[size_t(t)] = c10::BFloat16(b[size_t(t)]).x;
+          wf[size_t(t)] = fromBf16(wb[size_t(t)]);
+        }
+        normRound(a.data(), 0.3f, wf.data(), o.data(), n, bf16);
+        normRound(a.data(), 0.3f, wb.data(), o2.data(), n, bf16);
+        for (int64_t t = 0; t < n; ++t) {
+          const float want = r(wf[size_t(t)] * r(a[size_t(t)] * 0.3f));
+          QVERIFY2(same(o[size_t(t)], want) && same(o2[size_t(t)], want), qPrintable(where));
+        }
+        // RoPE over n pairs: v = [a, b] (halves of n), cos = the first half of b, sin = a's
+        std::vector<float> rv(a);
+        rv.insert(rv.end(), b.begin(), b.end());
+        const std::vector<float> before = rv;
+        ropeRound(rv.data(), b.data(), a.data(), n, bf16);
+        for (int64_t t = 0; t < n; ++t) {
+          const float x = before[size_t(t)], y = before[size_t(n + t)], cs = b[size_t(t)], sn = a[size_t(t)];
+          QVERIFY2(same(rv[size_t(t)], r(r(x * cs) + r(-y * sn))), qPrintable(where));
+          QVERIFY2(same(rv[size_t(n + t)], r(r(y * cs) + r(x * sn))), qPrintable(where));
+        }
+        // Σ x² in double: lane j sums x[j], x[j+8], … in order, then the lanes in order
+        double lanes[8] = {};
+        for (int64_t t = 0; t < n; ++t) lanes[t % 8] += double(a[size_t(t)]) * double(a[size_t(t)]);
+        double sq = 0;
+        for (double l : lanes) sq += l;
+        QCOMPARE(sumSquares(a.data(), n), sq);
       }
   }
 
