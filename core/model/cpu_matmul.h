@@ -9,7 +9,7 @@
 // Three kernels, chosen by n:
 //   n = 1       one W row at a time, four accumulators along k: a single sequential stream
 //               keeps the hardware prefetcher ahead (measured 2.3x the bandwidth of four
-//               interleaved rows). Bandwidth-bound.
+//               interleaved rows); four rows' sums reduced together. Bandwidth-bound.
 //   2 <= n < 16 tiles of 4 W rows x 4 X rows, every product vectorised along k (all lanes
 //               busy: at these n even a weight read from memory is used often enough for the
 //               arithmetic to count), the four W rows' sums reduced together at the end.
