@@ -71,7 +71,9 @@ LoraAdapter loadLoraAdapter(const std::string& name, const std::filesystem::path
       if (a.dim() != 2 || b.dim() != 2 || a.size(1) != w.size(1) || b.size(0) != w.size(0) || a.size(0) != b.size(1))
         throw std::runtime_error("adapter tensors for '" + module + "' do not fit the model");
       const at::Tensor scaled = (b * scaling).to(m.device(), m.dtype()).contiguous();
-      adapter.layers[l][size_t(pi)] = {a.to(m.device(), m.dtype()).contiguous(), scaled, scaled.t().contiguous()};
+      // bt widened to fp32 (exact): the fused step's expand then converts nothing per use
+      adapter.layers[l][size_t(pi)] = {a.to(m.device(), m.dtype()).contiguous(), scaled,
+                                       scaled.t().to(at::kFloat).contiguous()};
       ++found;
     }
   }

@@ -18,7 +18,7 @@ namespace crosslab::infer {
 struct LoraModule {
   at::Tensor a;  // [r, in]
   at::Tensor b;   // [out, r], already multiplied by the scaling
-  at::Tensor bt;  // [r, out] = bᵀ, contiguous: the fused decode step's expand (no horizontal sums)
+  at::Tensor bt;  // [r, out] = bᵀ in fp32 (b's values, widened), contiguous: the fused decode step's expand
 };
 
 struct LoraAdapter {

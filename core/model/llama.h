@@ -31,7 +31,8 @@ const char* projName(Proj p);  // "q_proj" … "down_proj"
 // shrink (x Aᵀ) and one expand (· Bᵀ) for all of them (the S-LoRA / punica grouping).
 struct LoraRows {
   const at::Tensor* a = nullptr;                // [r, in], contiguous, in the model's dtype
-  const at::Tensor* bt = nullptr;               // [r, out] = Bᵀ with the scaling folded in, contiguous, same
+  const at::Tensor* bt = nullptr;               // [r, out] = Bᵀ with the scaling folded in, contiguous, fp32
+                                                // (the model-dtype values, widened: no conversion per use)
   const std::vector<int64_t>* rows = nullptr;  // batch rows, ascending
 };
 

@@ -124,13 +124,14 @@ class TestCpuMatmul : public QObject {
   }
 
   // The LoRA expand through bᵀ: every output of every row equals the exact sum, for ranks and
-  // widths that are not multiples of the vector (tails) and wider than one 64-column block.
+  // widths that are not multiples of the vector (tails) and wider than one 64-column block;
+  // each row of several computes what it does alone.
   void transposedSmallKMatchesExactSums() {
     std::mt19937 rng(11);
     std::normal_distribution<float> normal;
     for (int64_t k : {1, 8, 16, 33})
       for (int64_t out : {5, 16, 64, 100, 384})
-        for (int64_t n : {1, 3}) {
+        for (int64_t n : {1, 3, 9}) {
           std::vector<float> wt(static_cast<size_t>(k * out)), x(static_cast<size_t>(n * k)),
               y(static_cast<size_t>(n * (out + 3)), 7.0f);
           std::vector<uint16_t> wb(wt.size());
@@ -149,6 +150,11 @@ class TestCpuMatmul : public QObject {
                          qPrintable(QString("k %1 out %2 row %3 col %4").arg(k).arg(out).arg(b).arg(j)));
               }
               for (int64_t j = out; j < ldy; ++j) QCOMPARE(y[size_t(b * ldy + j)], 7.0f);
+              // the same sums, bit for bit, as that row alone
+              std::vector<float> alone(static_cast<size_t>(out));
+              pass ? matmulTransposed(wb.data(), k, out, x.data() + b * k, 1, alone.data(), out)
+                   : matmulTransposed(wt.data(), k, out, x.data() + b * k, 1, alone.data(), out);
+              QVERIFY(std::memcmp(alone.data(), y.data() + b * ldy, sizeof(float) * size_t(out)) == 0);
             }
           }
         }
