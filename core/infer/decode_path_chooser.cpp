@@ -31,7 +31,7 @@ double DecodePathChooser::bestOfOthers(int rows, const Size& s, size_t path) con
 void DecodePathChooser::stop(Size& s, size_t path, double ratio) {
   s.tries[path] = kTries;
   s.turnLeft = 0;
-  if (++s.stops[path] >= 2) s.sitOutUntil[path] = s.steps + uint64_t(kSitOut * ratio);
+  if (++s.stops[path] >= 2) s.sitOutUntil[path] = s.steps + std::min(kMaxSitOut, uint64_t(kSitOut * ratio));
 }
 
 DecodePath DecodePathChooser::pick(int rows) {
@@ -70,8 +70,8 @@ void DecodePathChooser::record(int rows, DecodePath path, double seconds) {
   }
   const int index = kTurn - s.turnLeft--;
   const double others = bestOfOthers(rows, s, p);
-  if (index < kWarmup) {  // untimed, unless hopeless
-    if (others > 0 && seconds > kHopeless * others) {
+  if (index < kWarmup) {  // untimed, unless hopeless before any timed figure of this measurement
+    if (s.best[p] == 0 && others > 0 && seconds > kHopeless * others) {
       s.best[p] = seconds;  // for the summary: measured, and far slower
       ++revision_;
       return stop(s, p, seconds / others);

@@ -19,11 +19,14 @@
 //     best stops there until the next re-check (op-by-op on a small model is 5-20x slower:
 //     8 of its steps per measurement cost a sixth of a 256-token run), and one whose warm-up
 //     step takes more than kHopeless times another's best stops at that step (a cold start
-//     costs 2-3x, not 8x: on the demo model op-by-op is ~18x the fused step at one row);
+//     costs 2-3x, not 8x: on the demo model op-by-op is ~18x the fused step at one row) —
+//     only before the path has a timed figure in this measurement: a stalled warm-up step of
+//     a later turn must not throw away a good figure;
 //   - a path stopped that way at two measurements in a row sits out the re-checks of the next
-//     kSitOut x (its step / the best) steps, so that measuring it again costs a few percent of
-//     the run: on the demo model at one row, 12 op-by-op steps of 2.3 ms each in a 512-token
-//     run (a third of its decode time) became 2. Stopped once is not enough: the split step's
+//     kSitOut x (its step / the best) steps (kMaxSitOut at most), so that measuring it again
+//     costs a few percent of the run: on the demo model at one row, 12 op-by-op steps of 2.3 ms
+//     each in a 512-token run (a third of its decode time) became 2. A measurement it runs
+//     through resets the count. Stopped once is not enough: the split step's
 //     very first steps, starting its thread, can be as slow, so it is always tried again at
 //     the next re-check; and nothing is dropped for good.
 // The split is tried only where it can split (2+ threads, 2+ rows). Torch-free; the scheduler
@@ -49,6 +52,8 @@ class DecodePathChooser {
   static constexpr double kHopeless = 8;      // a warm-up step this many times another's best: stop
   static constexpr double kSitOut = 60;       // steps sat out per unit of (step / best): 20x the
                                               // 3 steps a stopped measurement costs, ~5%
+  static constexpr uint64_t kMaxSitOut = 1024;  // at most: one stalled step must not bar a path
+                                                // for good
   static constexpr size_t kPaths = 3;
 
   // split: FusedSplit is a candidate (the scheduler has 2+ threads) for batches of 2+ rows.

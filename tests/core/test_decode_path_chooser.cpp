@@ -101,7 +101,8 @@ class TestDecodePathChooser : public QObject {
     DecodePathChooser c;
     QCOMPARE(run(c, 1, 15 * k - 1, 0.001, 0.018), 2);  // re-checks at k, 3k, 7k: sat out from k on
     QCOMPARE(QString::fromStdString(c.summary()), QString("1:fused"));
-    // the 3k … 15k re-checks were sat out (60 x 18 = 1080 steps from k); the one at 31k is not
+    // the 3k … 15k re-checks were sat out (60 x 18 = 1080 steps from k, kMaxSitOut = 1024 at
+    // most); the one at 31k is not
     const int ops = run(c, 1, 16 * k + exploring(2), 0.001, 0.0005);
     QVERIFY2(ops > 0, "measured again after sitting out");
     QCOMPARE(QString::fromStdString(c.summary()), QString("1:op-by-op"));
@@ -110,6 +111,37 @@ class TestDecodePathChooser : public QObject {
     run(once, 1, k - 1, 0.001, 0.018);
     QVERIFY(run(once, 1, exploring(2) + 1, 0.001, 0.0005) >= perPath());
     QCOMPARE(QString::fromStdString(once.summary()), QString("1:op-by-op"));
+  }
+
+  // Stops count only in a row: a measurement the path runs through (within 2x) resets them, so
+  // being stopped again later does not make it sit out the next re-check.
+  void aFullMeasurementResetsTheStops() {
+    const int k = int(DecodePathChooser::kRecheck);
+    DecodePathChooser c;
+    QCOMPARE(run(c, 4, k - 1, 0.001, 0.02), 1);             // steps 1..k-1: hopeless at once
+    QCOMPARE(run(c, 4, 2 * k, 0.001, 0.0015), perPath());  // re-check at k: all its turns
+    QCOMPARE(run(c, 4, 4 * k, 0.001, 0.02), 1);             // re-check at 3k: stopped once again
+    QCOMPARE(run(c, 4, 4 * k, 0.001, 0.02), 1);             // re-check at 7k: measured, not sat out
+    QCOMPARE(run(c, 4, 8 * k, 0.001, 0.02), 0);             // stopped twice in a row: sits out 15k
+  }
+
+  // A stall of one step (a timeslice lost: 20x a step) on a warm-up step of a path's second
+  // turn does not throw away the figure its first turn measured; a stall on a timed step
+  // never counted (the best of the timed steps).
+  void aStalledWarmUpKeepsTheFigureMeasured() {
+    const auto cost = [](DecodePath p) { return p == DecodePath::Fused ? 0.004 : p == DecodePath::OpByOp ? 0.006 : 0.0025; };
+    const int turn = DecodePathChooser::kTurn;
+    // turns: fused, split, op-by-op (stopped at its first timed step, past 2x the split's), then
+    // the second turns of fused and split
+    const int secondTurns = 2 * turn + DecodePathChooser::kWarmup + 1;
+    for (int stall = secondTurns; stall < secondTurns + 2 * turn; ++stall) {
+      DecodePathChooser c(true);
+      for (int step = 0; step < 60; ++step) {
+        const DecodePath p = c.pick(8);
+        c.record(8, p, cost(p) * (step == stall ? 20.0 : 1.0));
+      }
+      QVERIFY2(c.summary() == "8:fused-split", qPrintable(QString("stall at step %1: %2").arg(stall).arg(QString::fromStdString(c.summary()))));
+    }
   }
 
   // A burst of load as long as a turn (other threads busy for a few steps) slows one turn of
