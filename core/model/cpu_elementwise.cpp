@@ -170,7 +170,8 @@ CROSSLAB_F32_TARGET void ropeRoundKernel(float* v, const float* cs, const float*
     const __mmask16 m = laneMask(half - i);
     const __m512 a = _mm512_maskz_loadu_ps(m, v + i), b = _mm512_maskz_loadu_ps(m, v + half + i);
     const __m512 c = _mm512_maskz_loadu_ps(m, cs + i), s = _mm512_maskz_loadu_ps(m, sn + i);
-    const __m512 nb = _mm512_sub_ps(_mm512_setzero_ps(), b);
+    // -b as the scalar code and ATen negate: the sign bit flipped (0 - b would make -(+0) +0)
+    const __m512 nb = _mm512_castsi512_ps(_mm512_xor_si512(_mm512_castps_si512(b), _mm512_set1_epi32(int32_t(0x80000000u))));
     const __m512 lo = maybeRound<B>(_mm512_add_ps(maybeRound<B>(_mm512_mul_ps(a, c)), maybeRound<B>(_mm512_mul_ps(nb, s))));
     const __m512 hi = maybeRound<B>(_mm512_add_ps(maybeRound<B>(_mm512_mul_ps(b, c)), maybeRound<B>(_mm512_mul_ps(a, s))));
     _mm512_mask_storeu_ps(v + i, m, lo);

@@ -31,6 +31,14 @@ CROSSLAB_F32_TARGET inline __m128 sum16x4(__m512 a, __m512 b, __m512 c, __m512 d
   return _mm_hadd_ps(_mm_hadd_ps(q0, q1), _mm_hadd_ps(q2, q3));
 }
 
+// One vector's sum exactly as sum16x4 sums it (each of its lanes depends on its own vector only):
+// a row left over after the groups of four gets the bits it would get in a group, wherever
+// the thread pool's chunks happen to cut the rows.
+CROSSLAB_F32_TARGET inline float sum16AsInFour(__m512 v) {
+  const __m512 z = _mm512_setzero_ps();
+  return _mm_cvtss_f32(sum16x4(v, z, z, z));
+}
+
 // Writes the 16 lanes of `acc` (16 X rows, one W row) into Y's column, rows past `valid` dropped.
 CROSSLAB_F32_TARGET inline void storeColumn(__m512 acc, float* y, int64_t ldy, int64_t valid) {
   alignas(64) float t[16];
@@ -70,7 +78,7 @@ CROSSLAB_BF16_TARGET void bf16Gemv(const uint16_t* w, int64_t rows, int64_t k, c
     const __m512 s2 = bf16GemvRow(w + (r + 2) * k, k, x), s3 = bf16GemvRow(w + (r + 3) * k, k, x);
     _mm_storeu_ps(y + r, sum16x4(s0, s1, s2, s3));
   }
-  for (; r < rows; ++r) y[r] = sum16(bf16GemvRow(w + r * k, k, x));
+  for (; r < rows; ++r) y[r] = sum16AsInFour(bf16GemvRow(w + r * k, k, x));
 }
 
 // 2 <= n < 16: tiles of NW (4, or 1 for the last rows) W rows x NX (<= 4) X rows, every
@@ -98,7 +106,7 @@ CROSSLAB_BF16_TARGET void bf16Tile(const uint16_t* w, int64_t k, const uint16_t*
     if constexpr (NW == 4)
       _mm_storeu_ps(y + j * ldy, sum16x4(acc[0][j], acc[1][j], acc[2][j], acc[3][j]));
     else
-      y[j * ldy] = sum16(acc[0][j]);
+      y[j * ldy] = sum16AsInFour(acc[0][j]);
   }
 }
 
@@ -216,7 +224,7 @@ CROSSLAB_F32_TARGET void f32Gemv(const float* w, int64_t rows, int64_t k, const 
     const __m512 s2 = f32GemvRow(w + (r + 2) * k, k, x), s3 = f32GemvRow(w + (r + 3) * k, k, x);
     _mm_storeu_ps(y + r, sum16x4(s0, s1, s2, s3));
   }
-  for (; r < rows; ++r) y[r] = sum16(f32GemvRow(w + r * k, k, x));
+  for (; r < rows; ++r) y[r] = sum16AsInFour(f32GemvRow(w + r * k, k, x));
 }
 
 template <int NW, int NX>
@@ -242,7 +250,7 @@ CROSSLAB_F32_TARGET void f32Tile(const float* w, int64_t k, const float* x, floa
     if constexpr (NW == 4)
       _mm_storeu_ps(y + j * ldy, sum16x4(acc[0][j], acc[1][j], acc[2][j], acc[3][j]));
     else
-      y[j * ldy] = sum16(acc[0][j]);
+      y[j * ldy] = sum16AsInFour(acc[0][j]);
   }
 }
 

@@ -3,6 +3,7 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <chrono>
 #include <cmath>
 #include <fstream>
 #include <nlohmann/json.hpp>
@@ -273,7 +274,12 @@ at::Tensor LlamaModel::hidden(const at::Tensor& ids, KvCache* cache) const {
 
 at::Tensor LlamaModel::forward(const at::Tensor& ids, KvCache* cache) const {
   if (canDecodeStepCpu(ids, cache) && lmHeadInStep(ids.size(0))) return decodeStepCpu(ids, *cache, true);
-  return logits(hidden(ids, cache));
+  const at::Tensor h = hidden(ids, cache);
+  if (!times_) return logits(h);
+  const auto t0 = std::chrono::steady_clock::now();
+  at::Tensor out = logits(h);
+  times_->lmHead += std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
 }
 
 // logits() takes our kernels for these rows (kernelRowsApply), so the step's own call of them

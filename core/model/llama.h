@@ -53,8 +53,9 @@ struct DecodeTimes {
   double lora = 0;       // runtime LoRA: gather, shrink, expand, add
   double attention = 0;  // RoPE, KV append, scores, softmax, weighted values
   double other = 0;      // embedding, norms, activation, residual adds
-  double lmHead = 0;     // the LM head run inside the step (forward())
+  double lmHead = 0;     // forward()'s LM head: inside the step, or after it (over 64 rows)
   uint64_t steps = 0, rows = 0;
+  uint64_t headRows = 0;  // rows whose LM head ran inside the step
   uint64_t groups = 0;   // row groups run (one per step unless the rows were split over threads)
 };
 

@@ -113,18 +113,23 @@ struct Scratch {
   Rows gatheredRows, mid, loraOut;
 };
 
-// Y [n, out] = X [n, k] Wᵀ in fp32, W [out, k] in the storage type. W's rows are split across
-// the thread pool only in chunks worth a wake (matmulGrain): small products stay on the
-// calling thread. Each chunk streams its rows once for all n rows.
+// Y [n, out] = X [n, k] Wᵀ in fp32 (row stride ldy), W [out, k] in the storage type. W's rows
+// are split across the thread pool only in chunks worth a wake (matmulGrain): small products
+// stay on the calling thread. Each chunk streams its rows once for all n rows.
 template <class M>
-void matmul(const at::Tensor& w, const PreparedX<M>& x, Rows& y) {
+void matmulInto(const at::Tensor& w, const PreparedX<M>& x, float* yp, int64_t ldy) {
   using Bits = typename M::Bits;
   const MatmulRows<Bits>& rows = *x.rows;
   const int64_t out = w.size(0), k = w.size(1), n = rows.n;
-  y.resize(n, out);
   const auto* wp = reinterpret_cast<const Bits*>(w.data_ptr<typename M::Storage>());
-  float* yp = y.v.data();
-  at::parallel_for(0, out, matmulGrain(k, n), [&](int64_t b, int64_t e) { matmulRows(wp + b * k, e - b, rows, yp + b, out); });
+  at::parallel_for(0, out, matmulGrain(k, n), [&](int64_t b, int64_t e) { matmulRows(wp + b * k, e - b, rows, yp + b, ldy); });
+}
+
+// Into Rows y, resized to [n, out].
+template <class M>
+void matmul(const at::Tensor& w, const PreparedX<M>& x, Rows& y) {
+  y.resize(x.rows->n, w.size(0));
+  matmulInto<M>(w, x, y.v.data(), w.size(0));
 }
 
 // project(): X Wᵀ (+ b in fp32), rounded once to the dtype.
@@ -251,7 +256,8 @@ bool LlamaModel::canDecodeStepCpu(const at::Tensor& ids, const KvCache* cache) c
 }
 
 // Rows r0 … r1-1 of the batch through every layer; the caller checked every row and bumps the
-// lengths afterwards. Writes those rows of `out` ([B, 1, H] in the model's dtype).
+// lengths afterwards. Writes those rows of `out` ([B, 1, H] in the model's dtype), or with
+// `logits` those rows' logits there ([B, vocab] fp32, as logits() computes them) instead.
 template <class M>
 void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& cache, int64_t r0, int64_t r1,
                                    at::Tensor& out, float* logits, DecodeTimes* times) const {
@@ -351,10 +357,9 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
   clock.charge(&DecodeTimes::other);
   if (logits) {  // these rows' logits as logits() computes them: X Wᵀ in fp32, rounded once to the dtype
     s.in.prepare(h);
-    Rows& lg = buffers.gate;  // free by now
-    matmul<M>(weights_.lmHead, s.in, lg);
-    if (M::kBf16) roundBf16(lg.v.data(), int64_t(lg.v.size()));
-    std::memcpy(logits + r0 * c.vocabSize, lg.v.data(), sizeof(float) * lg.v.size());
+    float* y = logits + r0 * c.vocabSize;
+    matmulInto<M>(weights_.lmHead, s.in, y, c.vocabSize);
+    if (M::kBf16) roundBf16(y, n * c.vocabSize);
     clock.charge(&DecodeTimes::lmHead);
     return;
   }
@@ -394,6 +399,7 @@ at::Tensor LlamaModel::decodeStepCpu(const at::Tensor& ids, KvCache& cache, bool
     ++times_->steps;
     times_->rows += uint64_t(n);
     times_->groups += uint64_t(std::max<int64_t>(1, groups));
+    if (withLogits) times_->headRows += uint64_t(n);
   }
   return out;
 }
