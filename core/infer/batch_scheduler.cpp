@@ -328,21 +328,11 @@ void BatchScheduler::Impl::decodeStep() {
   model.setFastDecode(path != DecodePath::OpByOp);
   model.setDecodeSplit(path == DecodePath::FusedSplit ? at::get_num_threads() : 1);
   const auto t0 = Clock::now();
-  at::Tensor logits;  // [n, 1, vocab] fp32
-  double forward = 0, head = 0;
-  if (path == DecodePath::OpByOp) {
-    const at::Tensor h = model.hidden(input, &view);  // [n, 1, H]
-    const auto t1 = Clock::now();
-    logits = model.logits(h).to(at::kCPU).contiguous();
-    forward = std::chrono::duration<double>(t1 - t0).count();
-    head = secondsSince(t1);
-  } else {  // the fused step runs the LM head too (per row group: its time in row group 0)
-    const double lmHead0 = fusedTimes.lmHead;
-    logits = model.forward(input, &view).to(at::kCPU).contiguous();
-    const double total = secondsSince(t0);
-    head = std::min(total, fusedTimes.lmHead - lmHead0);
-    forward = total - head;
-  }
+  // forward() times its LM head: inside the fused step (row group 0's) or after the forward
+  const double lmHead0 = fusedTimes.lmHead;
+  const at::Tensor logits = model.forward(input, &view).to(at::kCPU).contiguous();  // [n, 1, vocab] fp32
+  const double total = secondsSince(t0), head = std::min(total, fusedTimes.lmHead - lmHead0);
+  const double forward = total - head;
   model.setFastDecode(true);
   model.setDecodeSplit(1);
   if (measured) chooser.record(int(n), path, forward + head);

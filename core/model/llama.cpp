@@ -73,12 +73,20 @@ class WeightLoader {
 // x's dtype, as the bf16 matmul rounds. At these shapes libtorch 1.13 + OpenBLAS/oneDNN read W
 // well below memory bandwidth (M = 1) or spend more on the call (dispatch, thread team) than on
 // the product (the demo model's LM head at 8 rows: 85% of a decode step through at::linear).
-bool kernelRowsApply(const at::Tensor& x, const at::Tensor& w, int64_t maxRows) {
-  const bool f32 = x.scalar_type() == at::kFloat && f32KernelsAvailable();
-  const bool bf16 = x.scalar_type() == at::kBFloat16 && bf16KernelsAvailable();
-  return (f32 || bf16) && x.numel() <= maxRows * x.size(-1) && w.scalar_type() == x.scalar_type() && x.device().is_cpu() &&
-         w.is_contiguous() && !at::GradMode::is_enabled();
+// `rows` rows of dtype `t` on `device`: also asked before the rows exist (the fused step's LM head).
+bool kernelRowsApply(at::ScalarType t, at::Device device, int64_t rows, const at::Tensor& w, int64_t maxRows) {
+  const bool f32 = t == at::kFloat && f32KernelsAvailable();
+  const bool bf16 = t == at::kBFloat16 && bf16KernelsAvailable();
+  return (f32 || bf16) && rows <= maxRows && w.scalar_type() == t && device.is_cpu() && w.is_contiguous() &&
+         !at::GradMode::is_enabled();
 }
+bool kernelRowsApply(const at::Tensor& x, const at::Tensor& w, int64_t maxRows) {
+  const int64_t width = x.size(-1);
+  return kernelRowsApply(x.scalar_type(), x.device(), width > 0 ? x.numel() / width : 0, w, maxRows);
+}
+
+// logits() through our kernels for up to this many rows (a decode step's), at::linear beyond.
+constexpr int64_t kLogitsKernelRows = 64;
 
 at::Tensor projectRows(const at::Tensor& x, const at::Tensor& w) {
   const int64_t in = x.size(-1), out = w.size(0), n = x.numel() / in;
@@ -282,17 +290,15 @@ at::Tensor LlamaModel::forward(const at::Tensor& ids, KvCache* cache) const {
   return out;
 }
 
-// logits() takes our kernels for these rows (kernelRowsApply), so the step's own call of them
-// computes what logits() would.
+// Where logits() takes our kernels for these rows, the step's own call of them computes what
+// logits() would.
 bool LlamaModel::lmHeadInStep(int64_t rows) const {
-  const at::Tensor& w = weights_.lmHead;
-  const bool kernels = dtype_ == at::kFloat ? f32KernelsAvailable() : dtype_ == at::kBFloat16 && bf16KernelsAvailable();
-  return fastDecode_ && kernels && rows <= 64 && w.scalar_type() == dtype_ && w.is_contiguous();
+  return fastDecode_ && kernelRowsApply(dtype_, device_, rows, weights_.lmHead, kLogitsKernelRows);
 }
 
 at::Tensor LlamaModel::logits(const at::Tensor& hidden) const {
   // A decode step's rows (fused path): our kernels; one rounding to the dtype, as at::linear.
-  if (fastDecode_ && kernelRowsApply(hidden, weights_.lmHead, 64))
+  if (fastDecode_ && kernelRowsApply(hidden, weights_.lmHead, kLogitsKernelRows))
     return projectRows(hidden, weights_.lmHead).to(dtype_).to(at::kFloat);  // [B, T, vocab]
   return project(hidden, weights_.lmHead, at::Tensor()).to(at::kFloat);
 }

@@ -118,7 +118,8 @@ class LlamaModel {
   int decodeSplit() const { return decodeSplit_; }
   // True when hidden(ids, cache) would take the fused step.
   bool fusedDecodeApplies(const at::Tensor& ids, const KvCache* cache) const { return canDecodeStepCpu(ids, cache); }
-  // Adds each fused step's phase times to *times (nullptr: not timed, the default).
+  // Adds each fused step's phase times, and forward()'s LM head time on any path, to *times
+  // (nullptr: not timed, the default).
   void setDecodeTimes(DecodeTimes* times) { times_ = times; }
 
   const ModelConfig& config() const { return config_; }

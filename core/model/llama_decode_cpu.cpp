@@ -213,12 +213,6 @@ void ropeTables(const int64_t* positions, int64_t n, const float* invFreq, int64
     }
 }
 
-// v*cos + rotate_half(v)*sin over one head, each product and the sum rounded.
-template <class M>
-void rope(float* v, const float* cosv, const float* sinv, int64_t half) {
-  ropeRound(v, cosv, sinv, half, M::kBf16);
-}
-
 // Attention of the `heads` query heads that share one kv head (q: [heads, hd], out likewise)
 // over positions 0..len-1 (all visible to the newest token); the kv head's rows are read once
 // for all of them. Per head: scores dot rounded, times 1/sqrt(hd) rounded; softmax in fp32,
@@ -311,8 +305,9 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
     S* kc = cache.keys[l].data_ptr<S>() + r0 * nkv * cap * hd;
     S* vc = cache.values[l].data_ptr<S>() + r0 * nkv * cap * hd;
     for (int64_t b = 0; b < n; ++b) {
-      for (int64_t j = 0; j < nh; ++j) rope<M>(q.row(b) + j * hd, cosv.row(b), sinv.row(b), half);
-      for (int64_t g = 0; g < nkv; ++g) rope<M>(k.row(b) + g * hd, cosv.row(b), sinv.row(b), half);
+      // v*cos + rotate_half(v)*sin over each head, each product and the sum rounded
+      for (int64_t j = 0; j < nh; ++j) ropeRound(q.row(b) + j * hd, cosv.row(b), sinv.row(b), half, M::kBf16);
+      for (int64_t g = 0; g < nkv; ++g) ropeRound(k.row(b) + g * hd, cosv.row(b), sinv.row(b), half, M::kBf16);
       const int64_t pos = lengths[b];
       for (int64_t g = 0; g < nkv; ++g)
         for (int64_t d = 0; d < hd; ++d) {
