@@ -16,6 +16,10 @@
 #include "core/model/kv_cache.h"
 #include "core/model/model_config.h"
 
+namespace crosslab::util {
+class StepCrew;
+}
+
 namespace crosslab::model {
 
 class CheckpointFiles;
@@ -152,6 +156,7 @@ class LlamaModel {
   int decodeSplit_ = 1;
   DecodeTimes* times_ = nullptr;
   std::shared_ptr<const ProjectionDelta> delta_;
+  mutable std::shared_ptr<util::StepCrew> crew_;  // a split step's threads, started on first need
 };
 
 // inv_freq of RoPE with the config's scaling (transformers' _compute_llama3_parameters), fp32.

@@ -30,6 +30,7 @@
 #include "core/model/cpu_matmul.h"
 #include "core/model/kv_cache.h"
 #include "core/model/llama.h"
+#include "core/util/step_crew.h"
 
 namespace crosslab::model {
 namespace {
@@ -113,6 +114,17 @@ struct Scratch {
   Rows gatheredRows, mid, loraOut;
 };
 
+// at::parallel_for, except inside a row group of a split step (core/util/step_crew.h): there
+// the loop runs on the group's own thread, as it would inside an OpenMP region.
+template <class F>
+void parallelFor(int64_t begin, int64_t end, int64_t grain, const F& f) {
+  if (util::StepCrew::inJob()) {
+    if (begin < end) f(begin, end);
+    return;
+  }
+  at::parallel_for(begin, end, grain, f);
+}
+
 // Y [n, out] = X [n, k] Wᵀ in fp32 (row stride ldy), W [out, k] in the storage type. W's rows
 // are split across the thread pool only in chunks worth a wake (matmulGrain): small products
 // stay on the calling thread. Each chunk streams its rows once for all n rows.
@@ -122,7 +134,7 @@ void matmulInto(const at::Tensor& w, const PreparedX<M>& x, float* yp, int64_t l
   const MatmulRows<Bits>& rows = *x.rows;
   const int64_t out = w.size(0), k = w.size(1), n = rows.n;
   const auto* wp = reinterpret_cast<const Bits*>(w.data_ptr<typename M::Storage>());
-  at::parallel_for(0, out, matmulGrain(k, n), [&](int64_t b, int64_t e) { matmulRows(wp + b * k, e - b, rows, yp + b, ldy); });
+  parallelFor(0, out, matmulGrain(k, n), [&](int64_t b, int64_t e) { matmulRows(wp + b * k, e - b, rows, yp + b, ldy); });
 }
 
 // Into Rows y, resized to [n, out].
@@ -321,7 +333,7 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
     // model's attention (on a busy machine, a timeslice).
     o.resize(n, nh * hd);
     const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(1, maxLen * hd * rep));
-    at::parallel_for(0, n * nkv, grain, [&](int64_t begin, int64_t end) {
+    parallelFor(0, n * nkv, grain, [&](int64_t begin, int64_t end) {
       thread_local std::vector<float> scores;
       for (int64_t bg = begin; bg < end; ++bg) {
         const int64_t b = bg / nkv, g = bg % nkv;
@@ -382,13 +394,15 @@ at::Tensor LlamaModel::decodeStepCpu(const at::Tensor& ids, KvCache& cache, bool
   };
   // Rows split into groups, each through every layer on its own thread: no synchronisation
   // inside the step, each weight streamed once per group (the group holding row 0 is timed).
+  // The groups run on the model's step crew, whose workers wait for the next step spinning
+  // briefly instead of asleep as a server's OpenMP workers do (core/util/step_crew.h).
   const int64_t groups = std::min<int64_t>({int64_t(std::max(1, decodeSplit_)), n, int64_t(at::get_num_threads())});
-  if (groups > 1)
-    at::parallel_for(0, groups, 1, [&](int64_t gb, int64_t ge) {
-      for (int64_t g = gb; g < ge; ++g) rows(g * n / groups, (g + 1) * n / groups, g == 0 ? times_ : nullptr);
-    });
-  else
+  if (groups > 1) {
+    if (!crew_) crew_ = std::make_shared<util::StepCrew>();
+    crew_->run(int(groups), [&](int g) { rows(g * n / groups, (g + 1) * n / groups, g == 0 ? times_ : nullptr); });
+  } else {
     rows(0, n, times_);
+  }
   for (auto& len : cache.lengths) ++len;
   if (times_) {
     ++times_->steps;

@@ -1,0 +1,67 @@
+#pragma once
+// StepCrew: a few threads that run one short job split into groups (the fused decode step's
+// row groups, core/model/llama_decode_cpu.cpp), with the caller running group 0 itself.
+//
+// Why not the OpenMP pool: a server runs libgomp with OMP_WAIT_POLICY=PASSIVE
+// (core/util/openmp_waits.h), so its idle workers sleep at once, and on a VM waking a sleeping
+// vCPU costs tens of microseconds per step, against steps of 0.1-0.5 ms on a small model. A
+// spinning libgomp (its default) takes back a core from the HTTP threads in every gap, and
+// for milliseconds. The crew's workers spin only between steps and only briefly: after a job
+// they poll for the next one for `spinMicros` (first with the CPU's pause hint, then yielding
+// the core to any thread that wants it), then sleep until woken.
+//
+// Jobs must not start OpenMP work of their own: inJob() is true on a thread while it runs a
+// group, and parallel loops inside a group run serially (as they do inside an OpenMP region).
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <exception>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace crosslab::util {
+
+class StepCrew {
+ public:
+  static constexpr int kDefaultSpinMicros = 200;
+  explicit StepCrew(int spinMicros = kDefaultSpinMicros) : spinMicros_(spinMicros) {}
+  ~StepCrew();
+  StepCrew(const StepCrew&) = delete;
+  StepCrew& operator=(const StepCrew&) = delete;
+
+  // Runs job(g) for g = 0 … groups-1, group 0 on the calling thread and the others on the
+  // crew's workers (started on first need); returns when every group is done. The first
+  // exception a group threw is rethrown here, after all groups ended. One run at a time:
+  // concurrent callers take turns.
+  void run(int groups, const std::function<void(int)>& job);
+
+  // True on a thread while it runs a group of some crew's job.
+  static bool inJob();
+  int workers() const;  // threads started so far (groups - 1 at most)
+
+ private:
+  struct alignas(64) Slot {
+    std::atomic<uint64_t> ticket{0};  // the run number this worker was last handed
+  };
+  void work(Slot* slot, int group, uint64_t seen);
+  void finishOne();
+
+  const int spinMicros_;
+  std::mutex runMu_;  // one run at a time
+  std::mutex mu_;     // sleeping and waking, the error, the thread list
+  std::condition_variable wake_, done_;
+  std::vector<std::thread> threads_;
+  std::vector<std::unique_ptr<Slot>> slots_;  // one per worker: worker i runs group i + 1
+  uint64_t run_ = 0;                          // runs so far (the caller's, under runMu_)
+  std::atomic<int> pending_{0};               // groups of the current run not finished
+  std::atomic<int> sleepers_{0};              // workers asleep on wake_ (or about to be)
+  std::atomic<bool> callerWaiting_{false};
+  std::atomic<bool> stopping_{false};
+  const std::function<void(int)>* job_ = nullptr;  // written before the tickets are handed out
+  std::exception_ptr error_;
+};
+
+}  // namespace crosslab::util

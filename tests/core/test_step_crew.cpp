@@ -1,0 +1,125 @@
+// StepCrew: every group of every run runs once, on its own thread, and run() returns only
+// after all of them; workers that went to sleep between runs are woken; an exception in any
+// group reaches the caller after the others finished; inJob() marks the groups' threads.
+#include <QtTest>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+#include "core/util/step_crew.h"
+
+using crosslab::util::StepCrew;
+
+class TestStepCrew : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void everyGroupRunsOnceOnItsOwnThread() {
+    StepCrew crew;
+    std::mutex mu;
+    std::vector<int> counts(4, 0);
+    std::set<std::thread::id> threads;
+    crew.run(4, [&](int g) {
+      std::lock_guard<std::mutex> lk(mu);
+      ++counts[size_t(g)];
+      threads.insert(std::this_thread::get_id());
+    });
+    QCOMPARE(counts, std::vector<int>({1, 1, 1, 1}));
+    QCOMPARE(int(threads.size()), 4);
+    QVERIFY(threads.count(std::this_thread::get_id()));  // group 0 is the caller's
+    QCOMPARE(crew.workers(), 3);
+  }
+
+  // Back-to-back runs of changing sizes (the scheduler's batch grows and shrinks): each run sees
+  // exactly its groups' work, none left over from the previous run or run twice.
+  void manyRunsOfChangingSizes() {
+    StepCrew crew;
+    std::vector<std::atomic<int>> hits(5);
+    for (int run = 0; run < 20000; ++run) {
+      const int groups = 1 + run % 5;
+      for (auto& h : hits) h.store(0);
+      crew.run(groups, [&](int g) { hits[size_t(g)].fetch_add(1); });
+      for (int g = 0; g < 5; ++g)
+        if (hits[size_t(g)].load() != (g < groups ? 1 : 0))
+          QFAIL(qPrintable(QString("run %1 (%2 groups): group %3 ran %4 times").arg(run).arg(groups).arg(g).arg(hits[size_t(g)].load())));
+    }
+    QCOMPARE(crew.workers(), 4);
+  }
+
+  // run() returns only when the slowest group is done, also when the caller went to sleep
+  // waiting for it (a group far longer than the spin).
+  void waitsForTheSlowestGroup() {
+    StepCrew crew(50);
+    std::atomic<bool> slowDone{false};
+    crew.run(3, [&](int g) {
+      if (g == 2) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(30));
+        slowDone.store(true);
+      }
+    });
+    QVERIFY(slowDone.load());
+  }
+
+  // Workers asleep after a pause far past their spin are woken by the next run.
+  void wakesSleepingWorkers() {
+    StepCrew crew(20);
+    std::atomic<int> ran{0};
+    for (int i = 0; i < 20; ++i) {
+      crew.run(3, [&](int) { ran.fetch_add(1); });
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));  // 100x the spin: they sleep
+    }
+    QCOMPARE(ran.load(), 60);
+  }
+
+  void anExceptionReachesTheCallerAfterEveryGroupEnded() {
+    StepCrew crew;
+    std::atomic<int> finished{0};
+    bool thrown = false;
+    try {
+      crew.run(3, [&](int g) {
+        if (g == 1) throw std::runtime_error("group 1 failed");
+        std::this_thread::sleep_for(std::chrono::milliseconds(5));
+        finished.fetch_add(1);
+      });
+    } catch (const std::runtime_error& e) {
+      thrown = QString(e.what()) == "group 1 failed";
+    }
+    QVERIFY(thrown);
+    QCOMPARE(finished.load(), 2);
+    // the crew still works afterwards, with no stale error
+    std::atomic<int> ran{0};
+    crew.run(3, [&](int) { ran.fetch_add(1); });
+    QCOMPARE(ran.load(), 3);
+  }
+
+  void inJobMarksTheGroupsThreads() {
+    StepCrew crew;
+    QVERIFY(!StepCrew::inJob());
+    std::atomic<int> marked{0};
+    crew.run(3, [&](int) { marked.fetch_add(StepCrew::inJob() ? 1 : 0); });
+    crew.run(1, [&](int) { marked.fetch_add(StepCrew::inJob() ? 1 : 0); });
+    QCOMPARE(marked.load(), 4);
+    QVERIFY(!StepCrew::inJob());
+  }
+
+  // Two threads sharing a crew take turns: each run still sees only its own groups.
+  void concurrentCallersTakeTurns() {
+    StepCrew crew;
+    std::atomic<int> a{0}, b{0};
+    std::thread other([&] {
+      for (int i = 0; i < 2000; ++i) crew.run(2, [&](int) { b.fetch_add(1); });
+    });
+    for (int i = 0; i < 2000; ++i) crew.run(3, [&](int) { a.fetch_add(1); });
+    other.join();
+    QCOMPARE(a.load(), 6000);
+    QCOMPARE(b.load(), 4000);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestStepCrew)
+#include "test_step_crew.moc"
