@@ -8,9 +8,11 @@ namespace {
 
 thread_local bool tInJob = false;
 
+// Marks the thread for the scope of a group; restores what it was (a run(1, …) inside a group).
 struct InJob {
+  bool before = tInJob;
   InJob() { tInJob = true; }
-  ~InJob() { tInJob = false; }
+  ~InJob() { tInJob = before; }
 };
 
 inline void cpuRelax() {
@@ -27,7 +29,10 @@ using Clock = std::chrono::steady_clock;
 
 bool StepCrew::inJob() { return tInJob; }
 
-int StepCrew::workers() const { return int(threads_.size()); }
+int StepCrew::workers() const {
+  std::lock_guard<std::mutex> lk(mu_);
+  return int(threads_.size());
+}
 
 StepCrew::~StepCrew() {
   {
@@ -58,10 +63,14 @@ void StepCrew::run(int groups, const std::function<void(int)>& job) {
   {
     std::lock_guard<std::mutex> lk(mu_);
     error_ = nullptr;
+    // slots_[i] belongs to threads_[i]: a slot is kept only once its thread started (if
+    // starting one throws, the crew stays as it was and the error reaches the caller)
     while (int(threads_.size()) < groups - 1) {
-      slots_.push_back(std::make_unique<Slot>());
-      slots_.back()->ticket.store(run_);
-      threads_.emplace_back(&StepCrew::work, this, slots_.back().get(), int(threads_.size()) + 1, run_);
+      auto slot = std::make_unique<Slot>();
+      slot->ticket.store(run_);
+      slots_.reserve(threads_.size() + 1);
+      threads_.emplace_back(&StepCrew::work, this, slot.get(), int(threads_.size()) + 1, run_);
+      slots_.push_back(std::move(slot));
     }
   }
   job_ = &job;

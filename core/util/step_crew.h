@@ -35,7 +35,8 @@ class StepCrew {
   // Runs job(g) for g = 0 … groups-1, group 0 on the calling thread and the others on the
   // crew's workers (started on first need); returns when every group is done. The first
   // exception a group threw is rethrown here, after all groups ended. One run at a time:
-  // concurrent callers take turns.
+  // concurrent callers take turns (so a group must not start a run of several groups on its
+  // own crew: it would wait for itself).
   void run(int groups, const std::function<void(int)>& job);
 
   // True on a thread while it runs a group of some crew's job.
@@ -51,7 +52,7 @@ class StepCrew {
 
   const int spinMicros_;
   std::mutex runMu_;  // one run at a time
-  std::mutex mu_;     // sleeping and waking, the error, the thread list
+  mutable std::mutex mu_;  // sleeping and waking, the error, the thread list
   std::condition_variable wake_, done_;
   std::vector<std::thread> threads_;
   std::vector<std::unique_ptr<Slot>> slots_;  // one per worker: worker i runs group i + 1

@@ -97,6 +97,31 @@ class TestStepCrew : public QObject {
     QCOMPARE(ran.load(), 3);
   }
 
+  // The caller's own group (0) throwing, or being the slowest: run() still waits for the
+  // workers' groups before it returns or rethrows.
+  void theCallersGroupFailingOrSlowStillWaitsForTheOthers() {
+    StepCrew crew(20);
+    std::atomic<int> finished{0};
+    bool thrown = false;
+    try {
+      crew.run(3, [&](int g) {
+        if (g == 0) throw std::runtime_error("group 0 failed");
+        std::this_thread::sleep_for(std::chrono::milliseconds(20));
+        finished.fetch_add(1);
+      });
+    } catch (const std::runtime_error& e) {
+      thrown = QString(e.what()) == "group 0 failed";
+    }
+    QVERIFY(thrown);
+    QCOMPARE(finished.load(), 2);
+    std::atomic<int> ended{0};
+    crew.run(2, [&](int g) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(g == 0 ? 20 : 1));
+      ended.fetch_add(1);
+    });
+    QCOMPARE(ended.load(), 2);
+  }
+
   void inJobMarksTheGroupsThreads() {
     StepCrew crew;
     QVERIFY(!StepCrew::inJob());
@@ -104,6 +129,14 @@ class TestStepCrew : public QObject {
     crew.run(3, [&](int) { marked.fetch_add(StepCrew::inJob() ? 1 : 0); });
     crew.run(1, [&](int) { marked.fetch_add(StepCrew::inJob() ? 1 : 0); });
     QCOMPARE(marked.load(), 4);
+    // a one-group run inside a group leaves the group marked
+    StepCrew inner;
+    std::atomic<int> stillMarked{0};
+    crew.run(2, [&](int) {
+      inner.run(1, [](int) {});
+      stillMarked.fetch_add(StepCrew::inJob() ? 1 : 0);
+    });
+    QCOMPARE(stillMarked.load(), 2);
     QVERIFY(!StepCrew::inJob());
   }
 
