@@ -114,9 +114,10 @@ class LlamaModel {
   // compare the two; the batch scheduler picks the faster for each batch size).
   void setFastDecode(bool on) { fastDecode_ = on; }
   bool fastDecode() const { return fastDecode_; }
-  // The fused step runs its B rows as up to `groups` groups at once on the thread pool, each
-  // group through every layer on its own: no synchronisation inside the step, each weight
-  // streamed once per group. Wins where the weights stay in cache and one thread per step
+  // The fused step runs its B rows as up to `groups` groups at once (at most the thread
+  // count), each group through every layer on its own thread of the model's step crew
+  // (core/util/step_crew.h): no synchronisation inside the step, each weight streamed once per
+  // group. Wins where the weights stay in cache and one thread per step
   // leaves cores idle (small models, large batches); 1 = one group, the default.
   void setDecodeSplit(int groups) { decodeSplit_ = groups; }
   int decodeSplit() const { return decodeSplit_; }
