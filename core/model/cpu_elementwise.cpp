@@ -135,32 +135,27 @@ CROSSLAB_F32_TARGET void mulRoundKernel(float* g, const float* u, int64_t n) {
   }
 }
 
-template <bool B>
-CROSSLAB_F32_TARGET void normRoundKernel(const float* x, float inv, const float* w, float* out, int64_t n) {
-  const __m512 iv = _mm512_set1_ps(inv);
-  for (int64_t i = 0; i < n; i += 16) {
-    const __mmask16 m = laneMask(n - i);
-    const __m512 t = maybeRound<B>(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), iv));
-    _mm512_mask_storeu_ps(out + i, m, maybeRound<B>(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, w + i), t)));
+// 16 weights from `valid` on as fp32 (lanes past it zero): fp32 as they are, bf16 bits widened.
+CROSSLAB_F32_TARGET inline __m512 loadWeights(const float* w, int64_t valid) { return _mm512_maskz_loadu_ps(laneMask(valid), w); }
+CROSSLAB_F32_TARGET inline __m512 loadWeights(const uint16_t* w, int64_t valid) {
+  __m256i wb;
+  if (valid >= 16) {
+    wb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w));
+  } else {  // the tail, through a zeroed copy (masked 16-bit loads need AVX512BW+VL)
+    alignas(32) uint16_t tail[16] = {};
+    std::memcpy(tail, w, sizeof(uint16_t) * size_t(valid));
+    wb = _mm256_load_si256(reinterpret_cast<const __m256i*>(tail));
   }
+  return _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(wb), 16));
 }
 
-template <bool B>
-CROSSLAB_F32_TARGET void normRoundBf16WKernel(const float* x, float inv, const uint16_t* w, float* out, int64_t n) {
+template <bool B, class W>
+CROSSLAB_F32_TARGET void normRoundKernel(const float* x, float inv, const W* w, float* out, int64_t n) {
   const __m512 iv = _mm512_set1_ps(inv);
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = laneMask(n - i);
-    __m256i wb;
-    if (n - i >= 16) {
-      wb = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(w + i));
-    } else {  // the tail, through a zeroed copy (masked 16-bit loads need AVX512BW+VL)
-      alignas(32) uint16_t tail[16] = {};
-      std::memcpy(tail, w + i, sizeof(uint16_t) * size_t(n - i));
-      wb = _mm256_load_si256(reinterpret_cast<const __m256i*>(tail));
-    }
-    const __m512 wv = _mm512_castsi512_ps(_mm512_slli_epi32(_mm512_cvtepu16_epi32(wb), 16));
     const __m512 t = maybeRound<B>(_mm512_mul_ps(_mm512_maskz_loadu_ps(m, x + i), iv));
-    _mm512_mask_storeu_ps(out + i, m, maybeRound<B>(_mm512_mul_ps(wv, t)));
+    _mm512_mask_storeu_ps(out + i, m, maybeRound<B>(_mm512_mul_ps(loadWeights(w + i, n - i), t)));
   }
 }
 
@@ -208,14 +203,23 @@ CROSSLAB_F32_TARGET double sumSquaresKernel(const float* x, int64_t n) {
 
 namespace {
 
-float roundBf16Scalar(float x) {  // c10::BFloat16(x), back to float
-  if (std::isnan(x)) return simd::bf16ToFloat(uint16_t(0x7FC0));
+uint16_t bf16BitsScalar(float x) {  // c10::BFloat16(x).x
+  if (std::isnan(x)) return uint16_t(0x7FC0);
   uint32_t u;
   std::memcpy(&u, &x, sizeof u);
   u += ((u >> 16) & 1) + 0x7FFFu;
-  return simd::bf16ToFloat(uint16_t(u >> 16));
+  return uint16_t(u >> 16);
 }
+float roundBf16Scalar(float x) { return simd::bf16ToFloat(bf16BitsScalar(x)); }  // c10::BFloat16(x), back to float
 float maybeRoundScalar(float x, bool bf16) { return bf16 ? roundBf16Scalar(x) : x; }
+float weightValue(float w) { return w; }
+float weightValue(uint16_t w) { return simd::bf16ToFloat(w); }
+
+template <class W>
+void normRoundAny(const float* x, float inv, const W* w, float* out, int64_t n, bool bf16) {
+  if (f32KernelsAvailable()) return bf16 ? normRoundKernel<true>(x, inv, w, out, n) : normRoundKernel<false>(x, inv, w, out, n);
+  for (int64_t i = 0; i < n; ++i) out[i] = maybeRoundScalar(weightValue(w[i]) * maybeRoundScalar(x[i] * inv, bf16), bf16);
+}
 
 }  // namespace
 
@@ -250,14 +254,10 @@ void mulRound(float* g, const float* u, int64_t n, bool bf16) {
 }
 
 void normRound(const float* x, float inv, const float* w, float* out, int64_t n, bool bf16) {
-  if (f32KernelsAvailable()) return bf16 ? normRoundKernel<true>(x, inv, w, out, n) : normRoundKernel<false>(x, inv, w, out, n);
-  for (int64_t i = 0; i < n; ++i) out[i] = maybeRoundScalar(w[i] * maybeRoundScalar(x[i] * inv, bf16), bf16);
+  normRoundAny(x, inv, w, out, n, bf16);
 }
-
 void normRound(const float* x, float inv, const uint16_t* w, float* out, int64_t n, bool bf16) {
-  if (f32KernelsAvailable())
-    return bf16 ? normRoundBf16WKernel<true>(x, inv, w, out, n) : normRoundBf16WKernel<false>(x, inv, w, out, n);
-  for (int64_t i = 0; i < n; ++i) out[i] = maybeRoundScalar(simd::bf16ToFloat(w[i]) * maybeRoundScalar(x[i] * inv, bf16), bf16);
+  normRoundAny(x, inv, w, out, n, bf16);
 }
 
 void ropeRound(float* v, const float* cos, const float* sin, int64_t half, bool bf16) {
@@ -271,12 +271,7 @@ void ropeRound(float* v, const float* cos, const float* sin, int64_t half, bool 
 
 void toBf16Bits(const float* v, uint16_t* out, int64_t n) {
   if (f32KernelsAvailable()) return toBf16BitsKernel(v, out, n);
-  for (int64_t i = 0; i < n; ++i) {
-    const float r = roundBf16Scalar(v[i]);
-    uint32_t u;
-    std::memcpy(&u, &r, sizeof u);
-    out[i] = uint16_t(u >> 16);
-  }
+  for (int64_t i = 0; i < n; ++i) out[i] = bf16BitsScalar(v[i]);
 }
 
 double sumSquares(const float* x, int64_t n) {

@@ -25,6 +25,34 @@ inline void cpuRelax() {
 
 using Clock = std::chrono::steady_clock;
 
+// Polls ready() for up to `spin` — with the pause hint, and from `yieldAfter` on yielding the
+// core to any thread that wants it — then sleeps on `cv` under `mu`, counted in `asleep`: the
+// side that makes ready() true writes first and reads `asleep` after (both sequentially
+// consistent), so either it sees the sleeper and wakes it under `mu`, or the sleeper's last
+// check, made after counting itself, sees ready() true.
+template <class Ready>
+void awaitReady(const Ready& ready, std::chrono::microseconds spin, std::chrono::microseconds yieldAfter, std::mutex& mu,
+                std::condition_variable& cv, std::atomic<int>& asleep) {
+  const auto start = Clock::now();
+  for (int i = 1; !ready(); ++i) {
+    if ((i & 31) != 0) {
+      cpuRelax();
+      continue;
+    }
+    const auto elapsed = Clock::now() - start;
+    if (elapsed < yieldAfter) continue;
+    if (elapsed < spin) {
+      std::this_thread::yield();
+      continue;
+    }
+    std::unique_lock<std::mutex> lk(mu);
+    asleep.fetch_add(1);
+    cv.wait(lk, ready);
+    asleep.fetch_sub(1);
+    return;
+  }
+}
+
 }  // namespace
 
 bool StepCrew::inJob() { return tInJob; }
@@ -43,11 +71,9 @@ StepCrew::~StepCrew() {
   for (std::thread& t : threads_) t.join();
 }
 
-// The last group to end wakes the caller if it went to sleep. Sequentially consistent on both
-// sides (pending_ then callerWaiting_ here, callerWaiting_ then pending_ there): either this
-// thread sees the caller waiting, or the caller sees the count at zero.
+// The last group to end wakes the caller if it went to sleep (awaitReady's handshake).
 void StepCrew::finishOne() {
-  if (pending_.fetch_sub(1) == 1 && callerWaiting_.load()) {
+  if (pending_.fetch_sub(1) == 1 && callerAsleep_.load() > 0) {
     std::lock_guard<std::mutex> lk(mu_);
     done_.notify_all();
   }
@@ -77,8 +103,7 @@ void StepCrew::run(int groups, const std::function<void(int)>& job) {
   ++run_;
   pending_.store(groups);
   for (int g = 1; g < groups; ++g) slots_[size_t(g - 1)]->ticket.store(run_);
-  // A worker going to sleep counts itself before it last reads its ticket: either it sees the
-  // new ticket or this sees it asleep (both sequentially consistent).
+  // a worker asleep is woken (awaitReady's handshake)
   if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lk(mu_);
     wake_.notify_all();
@@ -91,18 +116,10 @@ void StepCrew::run(int groups, const std::function<void(int)>& job) {
     if (!error_) error_ = std::current_exception();
   }
   pending_.fetch_sub(1);
-  // The other groups are running: poll for their end a while, then sleep until the last wakes us.
-  const auto start = Clock::now();
-  for (int i = 1; pending_.load() != 0; ++i) {
-    if ((i & 31) == 0 && Clock::now() - start > std::chrono::microseconds(spinMicros_)) {
-      std::unique_lock<std::mutex> lk(mu_);
-      callerWaiting_.store(true);
-      done_.wait(lk, [&] { return pending_.load() == 0; });
-      callerWaiting_.store(false);
-      break;
-    }
-    cpuRelax();
-  }
+  // The other groups are running: poll for their end (pause hints only), then sleep until the
+  // last one wakes us.
+  const std::chrono::microseconds spin(spinMicros_);
+  awaitReady([&] { return pending_.load() == 0; }, spin, spin, mu_, done_, callerAsleep_);
   job_ = nullptr;
   std::exception_ptr error;
   {
@@ -113,33 +130,14 @@ void StepCrew::run(int groups, const std::function<void(int)>& job) {
   if (error) std::rethrow_exception(error);
 }
 
-// A worker runs its group of each run that hands it a ticket. Between runs it polls
-// its ticket: with the pause hint for the first quarter of spinMicros_, then yielding the core to
-// any thread that wants it, then asleep until run() wakes it.
-void StepCrew::work(Slot* mine, int group, uint64_t seen) {
-  Slot& slot = *mine;
+// A worker runs its group of each run that hands it a ticket. Between runs it polls its ticket:
+// with the pause hint for the first quarter of spinMicros_, then yielding the core, then asleep.
+void StepCrew::work(Slot* slot, int group, uint64_t seen) {
+  const std::chrono::microseconds spin(spinMicros_);
   for (;;) {
-    const auto start = Clock::now();
-    const auto pauseFor = std::chrono::microseconds(spinMicros_ / 4), spinFor = std::chrono::microseconds(spinMicros_);
-    uint64_t ticket = seen;
-    for (int i = 1; (ticket = slot.ticket.load(std::memory_order_acquire)) == seen && !stopping_.load(std::memory_order_relaxed); ++i) {
-      if ((i & 31) != 0) {
-        cpuRelax();
-        continue;
-      }
-      const auto elapsed = Clock::now() - start;
-      if (elapsed < pauseFor) continue;
-      if (elapsed < spinFor) {
-        std::this_thread::yield();
-        continue;
-      }
-      std::unique_lock<std::mutex> lk(mu_);
-      sleepers_.fetch_add(1);
-      wake_.wait(lk, [&] { return slot.ticket.load() != seen || stopping_.load(); });
-      sleepers_.fetch_sub(1);
-    }
+    awaitReady([&] { return slot->ticket.load() != seen || stopping_.load(); }, spin, spin / 4, mu_, wake_, sleepers_);
     if (stopping_.load()) return;
-    seen = ticket;
+    seen = slot->ticket.load();
     try {
       InJob in;
       (*job_)(group);

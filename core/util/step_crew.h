@@ -59,7 +59,7 @@ class StepCrew {
   uint64_t run_ = 0;                          // runs so far (the caller's, under runMu_)
   std::atomic<int> pending_{0};               // groups of the current run not finished
   std::atomic<int> sleepers_{0};              // workers asleep on wake_ (or about to be)
-  std::atomic<bool> callerWaiting_{false};
+  std::atomic<int> callerAsleep_{0};         // the caller asleep on done_ (or about to be)
   std::atomic<bool> stopping_{false};
   const std::function<void(int)>* job_ = nullptr;  // written before the tickets are handed out
   std::exception_ptr error_;
