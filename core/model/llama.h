@@ -61,6 +61,7 @@ struct DecodeTimes {
   uint64_t steps = 0, rows = 0;
   uint64_t headRows = 0;  // rows whose LM head ran inside the step
   uint64_t groups = 0;   // row groups run (one per step unless the rows were split over threads)
+  uint64_t crewLoops = 0;  // loops of one-group steps split over the step crew's threads
 };
 
 struct LlamaLayerWeights {
@@ -118,7 +119,9 @@ class LlamaModel {
   // count), each group through every layer on its own thread of the model's step crew
   // (core/util/step_crew.h): no synchronisation inside the step, each weight streamed once per
   // group. Wins where the weights stay in cache and one thread per step
-  // leaves cores idle (small models, large batches); 1 = one group, the default.
+  // leaves cores idle (small models, large batches); 1 = one group, the default. With one
+  // group, products and attention large enough to be worth a second thread split over the
+  // same crew (not OpenMP's pool, whose workers a server keeps asleep).
   void setDecodeSplit(int groups) { decodeSplit_ = groups; }
   int decodeSplit() const { return decodeSplit_; }
   // True when hidden(ids, cache) would take the fused step.
@@ -157,7 +160,7 @@ class LlamaModel {
   int decodeSplit_ = 1;
   DecodeTimes* times_ = nullptr;
   std::shared_ptr<const ProjectionDelta> delta_;
-  mutable std::shared_ptr<util::StepCrew> crew_;  // a split step's threads, started on first need
+  mutable std::shared_ptr<util::StepCrew> crew_;  // the fused step's threads (groups or split loops), made on first need
 };
 
 // inv_freq of RoPE with the config's scaling (transformers' _compute_llama3_parameters), fp32.

@@ -114,16 +114,56 @@ struct Scratch {
   Rows gatheredRows, mid, loraOut;
 };
 
-// at::parallel_for, except inside a row group of a split step (core/util/step_crew.h): there
-// the loop runs on the group's own thread, as it would inside an OpenMP region.
+// The model's step crew while this thread computes a step as one group (set by
+// decodeStepCpu): its parallel loops split over the crew's threads, whose workers poll
+// between runs, instead of OpenMP's pool, whose workers a server keeps asleep (a wake of a
+// sleeping vCPU per product, tens of microseconds on a VM; the cause of a cliff in
+// throughput once products grew large enough to be split).
+thread_local util::StepCrew* tlStepCrew = nullptr;
+thread_local DecodeTimes* tlStepTimes = nullptr;  // counts the loops run on tlStepCrew
+
+// at::parallel_for's split (up to the thread count, chunks of at least `grain`), on the step's
+// crew; inside a row group of a split step (core/util/step_crew.h) the loop runs on the
+// group's own thread, as it would inside an OpenMP region; at::parallel_for without a crew.
 template <class F>
 void parallelFor(int64_t begin, int64_t end, int64_t grain, const F& f) {
+  if (begin >= end) return;
   if (util::StepCrew::inJob()) {
-    if (begin < end) f(begin, end);
+    f(begin, end);
     return;
   }
-  at::parallel_for(begin, end, grain, f);
+  if (!tlStepCrew) {
+    at::parallel_for(begin, end, grain, f);
+    return;
+  }
+  const int64_t range = end - begin;
+  const int64_t chunks = std::min<int64_t>(at::get_num_threads(), (range + grain - 1) / std::max<int64_t>(1, grain));
+  if (chunks <= 1) {
+    f(begin, end);
+    return;
+  }
+  const int64_t size = (range + chunks - 1) / chunks;
+  if (tlStepTimes) ++tlStepTimes->crewLoops;
+  tlStepCrew->run(int(chunks), [&](int g) {
+    const int64_t b = begin + g * size, e = std::min(end, b + size);
+    if (b < e) f(b, e);
+  });
 }
+
+// Sets tlStepCrew for one step and clears it however the step ends.
+class StepCrewScope {
+ public:
+  StepCrewScope(util::StepCrew* crew, DecodeTimes* times) {
+    tlStepCrew = crew;
+    tlStepTimes = times;
+  }
+  ~StepCrewScope() {
+    tlStepCrew = nullptr;
+    tlStepTimes = nullptr;
+  }
+  StepCrewScope(const StepCrewScope&) = delete;
+  StepCrewScope& operator=(const StepCrewScope&) = delete;
+};
 
 // Y [n, out] = X [n, k] Wᵀ in fp32 (row stride ldy), W [out, k] in the storage type. W's rows
 // are split across the thread pool only in chunks worth a wake (matmulGrain): small products
@@ -396,11 +436,14 @@ at::Tensor LlamaModel::decodeStepCpu(const at::Tensor& ids, KvCache& cache, bool
   // inside the step, each weight streamed once per group (the group holding row 0 is timed).
   // The groups run on the model's step crew, whose workers wait for the next step spinning
   // briefly instead of asleep as a server's OpenMP workers do (core/util/step_crew.h).
-  const int64_t groups = std::min<int64_t>({int64_t(std::max(1, decodeSplit_)), n, int64_t(at::get_num_threads())});
+  // One group: its products and attention split over the same crew when large enough.
+  const int64_t threads = at::get_num_threads();
+  const int64_t groups = std::min<int64_t>({int64_t(std::max(1, decodeSplit_)), n, threads});
+  if (threads > 1 && !crew_) crew_ = std::make_shared<util::StepCrew>();
   if (groups > 1) {
-    if (!crew_) crew_ = std::make_shared<util::StepCrew>();
     crew_->run(int(groups), [&](int g) { rows(g * n / groups, (g + 1) * n / groups, g == 0 ? times_ : nullptr); });
   } else {
+    StepCrewScope scope(util::StepCrew::inJob() ? nullptr : crew_.get(), times_);
     rows(0, n, times_);
   }
   for (auto& len : cache.lengths) ++len;

@@ -5,7 +5,8 @@
 //   2. each sequence decoded alone (the fused step at B = 1),
 //   3. the independent PyTorch reference (tests/model/ref_llama.py) on each full sequence,
 //   4. the fused step with its rows split into 3 groups on 3 threads (LlamaModel::setDecodeSplit;
-//      uneven groups, adapters' rows across group boundaries),
+//      uneven groups, adapters' rows across group boundaries), and as one group whose large
+//      products split over the same threads (bit for bit the one-thread step),
 //   5. the same step's logits through logits(hidden()) instead of forward() (where the fused
 //      step runs the LM head in each row group): bit for bit,
 // logits of every decode step and their greedy ids; fp32 and bf16, without and with runtime
@@ -222,10 +223,19 @@ class TestBatchedDecode : public QObject {
       batch.adapters.push_back(lora ? int(b % 3) - 1 : -1);  // none, a, b, none, ...
     }
     std::vector<std::vector<int64_t>> fed;
-    const Logits fused = dec.run(batch, 0, n, steps, true, &fed);
-    const Logits opByOp = dec.run(batch, 0, n, steps, false, &fed);
     const int threads = at::get_num_threads();
+    at::set_num_threads(1);
+    const Logits fused = dec.run(batch, 0, n, steps, true, &fed);
+    QCOMPARE(dec.times.crewLoops, uint64_t(0));
+    at::set_num_threads(threads);
+    const Logits opByOp = dec.run(batch, 0, n, steps, false, &fed);
     at::set_num_threads(3);
+    // One group on 3 threads: products worth a second thread split over the step crew (from
+    // B = 20 here: the LM head's 512 rows, from 37 gate and up too), each output computed as
+    // on one thread, bit for bit.
+    const Logits crewLoops = dec.run(batch, 0, n, steps, true, &fed);
+    if (rows >= 20) QVERIFY(dec.times.crewLoops >= uint64_t(steps));
+    QCOMPARE(maxAbsDiff(fused, crewLoops), 0.0);
     const Logits split = dec.run(batch, 0, n, steps, true, &fed, 3);
     at::set_num_threads(threads);
     QCOMPARE(dec.times.steps, uint64_t(steps));
