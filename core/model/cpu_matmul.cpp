@@ -414,6 +414,129 @@ CROSSLAB_BF16_TARGET void dotRowsKernel(const float* q, int64_t heads, const T* 
   if (h < heads) dotRowsHeads<T, 1>(q + h * hd, k, len, hd, s + h * ss, ss);
 }
 
+// bf16 queries and keys (a bf16 model's q is bf16 after RoPE's rounding): VDPBF16PS takes 32
+// of each per instruction (per lane two exact products added in turn in fp32, as Intel's SDM
+// specifies), so a cached row costs half the loads and multiply-adds of widening it to fp32;
+// four rows' sums reduced together, for R heads.
+template <int R>
+CROSSLAB_BF16_TARGET inline void dotBf16Block(const uint16_t* q, const uint16_t* row, int64_t hd, float* s, int64_t ss) {
+  __m512 a[R][4];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) a[r][i] = _mm512_setzero_ps();
+  for (int64_t d = 0; d < hd; d += 32) {
+    const __m512bh k0 = load32(row + d, hd - d), k1 = load32(row + hd + d, hd - d);
+    const __m512bh k2 = load32(row + 2 * hd + d, hd - d), k3 = load32(row + 3 * hd + d, hd - d);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512bh qv = load32(q + r * hd + d, hd - d);
+      a[r][0] = _mm512_dpbf16_ps(a[r][0], qv, k0);
+      a[r][1] = _mm512_dpbf16_ps(a[r][1], qv, k1);
+      a[r][2] = _mm512_dpbf16_ps(a[r][2], qv, k2);
+      a[r][3] = _mm512_dpbf16_ps(a[r][3], qv, k3);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) _mm_storeu_ps(s + r * ss, sum16x4(a[r][0], a[r][1], a[r][2], a[r][3]));
+}
+
+template <int R>
+CROSSLAB_BF16_TARGET inline void dotBf16One(const uint16_t* q, const uint16_t* row, int64_t hd, float* s, int64_t ss) {
+  __m512 a[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) a[r] = _mm512_setzero_ps();
+  for (int64_t d = 0; d < hd; d += 32) {
+    const __m512bh kv = load32(row + d, hd - d);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) a[r] = _mm512_dpbf16_ps(a[r], load32(q + r * hd + d, hd - d), kv);
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) s[r * ss] = sum16(a[r]);
+}
+
+template <int R>
+CROSSLAB_BF16_TARGET void dotBf16Heads(const uint16_t* q, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss) {
+  int64_t t = 0;
+  for (; t + 4 <= len; t += 4) dotBf16Block<R>(q, k + t * hd, hd, s + t, ss);
+  for (; t < len; ++t) dotBf16One<R>(q, k + t * hd, hd, s + t, ss);
+}
+
+CROSSLAB_BF16_TARGET void dotBf16Kernel(const uint16_t* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd,
+                                        float* s, int64_t ss) {
+  int64_t h = 0;
+  for (; h + 4 <= heads; h += 4) dotBf16Heads<4>(q + h * hd, k, len, hd, s + h * ss, ss);
+  if (heads - h >= 2) {
+    dotBf16Heads<2>(q + h * hd, k, len, hd, s + h * ss, ss);
+    h += 2;
+  }
+  if (h < heads) dotBf16Heads<1>(q + h * hd, k, len, hd, s + h * ss, ss);
+}
+
+// bf16 weights and values (a bf16 model's probabilities are bf16 after the softmax's rounding):
+// VDPBF16PS on pairs of cached rows, t and t + 1 interleaved per value (the two exact products
+// added in turn, t + 1 first, in fp32), 32 values of a head per two instructions. The
+// accumulators hold the values in the interleave's lane order (lane j of the low half: value
+// 8 (j / 4) + j % 4 of the 32 from d0; of the high half: 4 more), permuted from and back to
+// `out` once.
+template <int R>
+CROSSLAB_BF16_TARGET inline void weightedBf16Block(const uint16_t* p, int64_t ps, const uint16_t* v, int64_t len,
+                                                   int64_t hd, int64_t d0, float* out) {
+  alignas(64) int32_t toLo[16], toHi[16], back0[16], back1[16];
+  for (int j = 0; j < 16; ++j) {
+    toLo[j] = 8 * (j / 4) + j % 4;
+    toHi[j] = toLo[j] + 4;
+  }
+  for (int d = 0; d < 32; ++d) {  // value d: in the low half when d % 8 < 4, at lane 4 (d / 8) + d % 4
+    const int lane = 4 * (d / 8) + d % 4 + (d % 8 < 4 ? 0 : 16);
+    (d < 16 ? back0[d] : back1[d - 16]) = lane;
+  }
+  const __m512i iLo = _mm512_load_si512(toLo), iHi = _mm512_load_si512(toHi);
+  const __m512i iB0 = _mm512_load_si512(back0), iB1 = _mm512_load_si512(back1);
+  const int64_t valid = hd - d0;
+  __m512 lo[R], hi[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    const __m512 o0 = load16Any(out + r * hd + d0, valid), o1 = load16Any(out + r * hd + d0 + 16, valid - 16);
+    lo[r] = _mm512_permutex2var_ps(o0, iLo, o1);
+    hi[r] = _mm512_permutex2var_ps(o0, iHi, o1);
+  }
+  for (int64_t t = 0; t < len; t += 2) {
+    const __m512i a = (__m512i)load32(v + t * hd + d0, valid);
+    const __m512i b = t + 1 < len ? (__m512i)load32(v + (t + 1) * hd + d0, valid) : _mm512_setzero_si512();
+    const __m512bh il = (__m512bh)_mm512_unpacklo_epi16(a, b), ih = (__m512bh)_mm512_unpackhi_epi16(a, b);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const uint32_t pair = uint32_t(p[r * ps + t]) | (t + 1 < len ? uint32_t(p[r * ps + t + 1]) << 16 : 0u);
+      const __m512bh pp = (__m512bh)_mm512_set1_epi32(int32_t(pair));
+      lo[r] = _mm512_dpbf16_ps(lo[r], pp, il);
+      hi[r] = _mm512_dpbf16_ps(hi[r], pp, ih);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    storeMasked(out + r * hd + d0, _mm512_permutex2var_ps(lo[r], iB0, hi[r]), valid);
+    storeMasked(out + r * hd + d0 + 16, _mm512_permutex2var_ps(lo[r], iB1, hi[r]), valid - 16);
+  }
+}
+
+template <int R>
+CROSSLAB_BF16_TARGET void weightedBf16Heads(const uint16_t* p, int64_t ps, const uint16_t* v, int64_t len, int64_t hd,
+                                            float* out) {
+  for (int64_t d0 = 0; d0 < hd; d0 += 32) weightedBf16Block<R>(p, ps, v, len, hd, d0, out);
+}
+
+CROSSLAB_BF16_TARGET void weightedBf16Kernel(const uint16_t* p, int64_t heads, int64_t ps, const uint16_t* v,
+                                             int64_t len, int64_t hd, float* out) {
+  int64_t h = 0;
+  for (; h + 4 <= heads; h += 4) weightedBf16Heads<4>(p + h * ps, ps, v, len, hd, out + h * hd);
+  if (heads - h >= 2) {
+    weightedBf16Heads<2>(p + h * ps, ps, v, len, hd, out + h * hd);
+    h += 2;
+  }
+  if (h < heads) weightedBf16Heads<1>(p + h * ps, ps, v, len, hd, out + h * hd);
+}
+
 template <class T, int R, int C>
 CROSSLAB_BF16_TARGET inline void weightedRowsBlock(const float* p, int64_t ps, const T* v, int64_t len, int64_t hd,
                                                    int64_t d0, float* out) {
@@ -632,6 +755,18 @@ void dotRows(const float* q, int64_t heads, const float* k, int64_t len, int64_t
 }
 void dotRows(const float* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss) {
   bf16KernelsAvailable() ? dotRowsKernel(q, heads, k, len, hd, s, ss) : dotRowsPortable(q, heads, k, len, hd, s, ss);
+}
+void dotRows(const uint16_t* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss) {
+  if (bf16KernelsAvailable()) return dotBf16Kernel(q, heads, k, len, hd, s, ss);
+  std::vector<float> qf(size_t(heads * hd));  // exact: bf16 widened
+  for (size_t i = 0; i < qf.size(); ++i) qf[i] = toFloat(q[i]);
+  dotRowsPortable(qf.data(), heads, k, len, hd, s, ss);
+}
+void weightedRows(const uint16_t* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out) {
+  if (bf16KernelsAvailable()) return weightedBf16Kernel(p, heads, ps, v, len, hd, out);
+  std::vector<float> pf(size_t(heads * ps));  // exact: bf16 widened
+  for (size_t i = 0; i < pf.size(); ++i) pf[i] = toFloat(p[i]);
+  weightedRowsPortable(pf.data(), heads, ps, v, len, hd, out);
 }
 void weightedRows(const float* p, int64_t heads, int64_t ps, const float* v, int64_t len, int64_t hd, float* out) {
   bf16KernelsAvailable() ? weightedRowsKernel(p, heads, ps, v, len, hd, out)

@@ -274,7 +274,14 @@ void attendGroup(const float* q, int64_t heads, const typename M::Storage* kg, c
                  int64_t len, int64_t hd, float scale, std::vector<float>& scores, float* out) {
   using Bits = typename M::Bits;
   scores.resize(size_t(heads * len));
-  dotRows(q, heads, reinterpret_cast<const Bits*>(kg), len, hd, scores.data(), len);
+  if constexpr (M::kBf16) {  // q is bf16 after RoPE's rounding: exact as bits, bf16 products
+    thread_local std::vector<uint16_t> qb;
+    qb.resize(size_t(heads * hd));
+    toBf16Bits(q, qb.data(), heads * hd);
+    dotRows(qb.data(), heads, reinterpret_cast<const uint16_t*>(kg), len, hd, scores.data(), len);
+  } else {
+    dotRows(q, heads, reinterpret_cast<const Bits*>(kg), len, hd, scores.data(), len);
+  }
   for (int64_t h = 0; h < heads; ++h) {
     float* sh = scores.data() + h * len;
     const float mx = scaleRoundMax(sh, len, scale, M::kBf16);
@@ -282,7 +289,14 @@ void attendGroup(const float* q, int64_t heads, const typename M::Storage* kg, c
     divideRound(sh, len, sum, M::kBf16);
   }
   std::fill(out, out + heads * hd, 0.0f);
-  weightedRows(scores.data(), heads, len, reinterpret_cast<const Bits*>(vg), len, hd, out);
+  if constexpr (M::kBf16) {  // the probabilities are bf16 after divideRound: exact as bits
+    thread_local std::vector<uint16_t> pb;
+    pb.resize(scores.size());
+    toBf16Bits(scores.data(), pb.data(), int64_t(pb.size()));
+    weightedRows(pb.data(), heads, len, reinterpret_cast<const uint16_t*>(vg), len, hd, out);
+  } else {
+    weightedRows(scores.data(), heads, len, reinterpret_cast<const Bits*>(vg), len, hd, out);
+  }
   if (M::kBf16) roundBf16(out, heads * hd);
 }
 

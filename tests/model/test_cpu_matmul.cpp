@@ -214,6 +214,45 @@ class TestCpuMatmul : public QObject {
         }
   }
 
+  // Attention rows with bf16 queries and probabilities (the bf16 model's q after RoPE's
+  // rounding, p after the softmax's) over bf16 keys and values: near the exact sums of the same
+  // bf16 values, for every head size's tail (hd not a multiple of 32, odd lengths), and each
+  // head of a group bit-identical to the same head computed alone.
+  void attentionRowsBf16QueriesAndWeights() {
+    std::mt19937 rng(5);
+    std::normal_distribution<float> normal;
+    for (int64_t hd : {32, 40, 64, 128})
+      for (int64_t len : {1, 3, 4, 9, 70})
+        for (int64_t heads : {1, 2, 3, 4, 7, 8}) {
+          const auto sz = [](int64_t m) { return static_cast<size_t>(m); };
+          std::vector<uint16_t> qb(sz(heads * hd)), kb(sz(len * hd)), pb(sz(heads * len));
+          std::vector<float> q(qb.size()), p(pb.size()), s(sz(heads * len)), out(sz(heads * hd), 1.0f);
+          for (size_t i = 0; i < qb.size(); ++i) q[i] = fromBf16(qb[i] = toBf16(normal(rng)));
+          for (size_t i = 0; i < pb.size(); ++i) p[i] = fromBf16(pb[i] = toBf16(std::fabs(normal(rng))));
+          for (auto& v : kb) v = toBf16(normal(rng));
+          const QString where = QString("hd %1 len %2 heads %3").arg(hd).arg(len).arg(heads);
+          dotRows(qb.data(), heads, kb.data(), len, hd, s.data(), len);
+          weightedRows(pb.data(), heads, len, kb.data(), len, hd, out.data());
+          for (int64_t h = 0; h < heads; ++h) {
+            for (int64_t t = 0; t < len; ++t) {
+              double exact = 0;
+              for (int64_t d = 0; d < hd; ++d) exact += double(q[sz(h * hd + d)]) * fromBf16(kb[sz(t * hd + d)]);
+              QVERIFY2(std::fabs(s[sz(h * len + t)] - exact) < 1e-4, qPrintable(where));
+            }
+            for (int64_t d = 0; d < hd; ++d) {
+              double exact = 1.0;
+              for (int64_t t = 0; t < len; ++t) exact += double(p[sz(h * len + t)]) * fromBf16(kb[sz(t * hd + d)]);
+              QVERIFY2(std::fabs(out[sz(h * hd + d)] - exact) < 1e-4, qPrintable(where));
+            }
+            std::vector<float> sAlone(sz(len)), oAlone(sz(hd), 1.0f);
+            dotRows(qb.data() + h * hd, 1, kb.data(), len, hd, sAlone.data(), len);
+            QVERIFY2(std::memcmp(sAlone.data(), s.data() + h * len, sz(len) * sizeof(float)) == 0, qPrintable(where));
+            weightedRows(pb.data() + h * len, 1, len, kb.data(), len, hd, oAlone.data());
+            QVERIFY2(std::memcmp(oAlone.data(), out.data() + h * hd, sz(hd) * sizeof(float)) == 0, qPrintable(where));
+          }
+        }
+  }
+
   // The elementwise steps round as c10::BFloat16 does (the op-by-op path's conversion), bit
   // for bit, on every kind of float (ties to even, denormals, infinities, NaN payloads), and in
   // fp32 mode compute plain fp32; every length's tail. The same for RMSNorm's scaling, RoPE,
