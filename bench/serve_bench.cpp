@@ -7,6 +7,7 @@
 //   serve_bench --model DIR --lora DIR [--levels 1,8,32] [--tokens 64] [--rounds 2]
 //               [--prompt-len 32] [--dtype f32|bf16] [--max-batch 32] [--threads T] [--load map|copy]
 //               [--modes merged,runtime] [--peak on|off] [--decode-path auto|fused|fused-split|op-by-op]
+//               [--stream-interval N]
 // Prints the compute peak it measures, one JSON line per (mode, level) and a summary line with
 // the ratios. Each level's line says where the time went: the process's CPU seconds by thread
 // (the engine thread and its OpenMP workers, the HTTP server's threads, the client's), the
@@ -44,7 +45,7 @@ struct Options {
   std::string model, lora, dtype = "f32", load = "map", decodePath = "auto";
   std::vector<int> levels = {1, 8, 32};
   std::vector<std::string> modes = {"merged", "runtime"};
-  int tokens = 64, rounds = 2, promptLen = 32, maxBatch = 32, threads = 0;
+  int tokens = 64, rounds = 2, promptLen = 32, maxBatch = 32, threads = 0, streamInterval = 1;
   bool peak = true;
 };
 
@@ -59,6 +60,7 @@ Options parse(int argc, char** argv) {
     else if (k == "--rounds") o.rounds = std::stoi(v);
     else if (k == "--prompt-len") o.promptLen = std::stoi(v);
     else if (k == "--max-batch") o.maxBatch = std::stoi(v);
+    else if (k == "--stream-interval") o.streamInterval = std::stoi(v);
     else if (k == "--threads") o.threads = std::stoi(v);
     else if (k == "--load") o.load = v;
     else if (k == "--decode-path") o.decodePath = v;
@@ -177,6 +179,7 @@ std::map<int, double> runMode(const Options& o, bool merged, double peakGflops) 
   opt.baseModelId = "base";
   opt.port = 0;
   opt.httpThreads = o.maxBatch * 4 + 64;
+  opt.streamInterval = o.streamInterval;
   if (merged) {
     so.mergeAdapter = o.lora;
     opt.mergedAdapter = "adapter";

@@ -8,7 +8,7 @@
   /usr/bin/python3 bench/serving_vs_llamacpp.py --build build [--peers /tmp/peers] [--workdir /tmp/crosslab-bench]
         [--preset tiny|small | --model-dir DIR] [--lora DIR] [--dtypes f32,bf16] [--modes merged,runtime]
         [--levels 1,8,32] [--tokens 64] [--threads 1,2] [--llamacpp-threads 1,2] [--no-http] [--no-llamacpp]
-        [--repeats N]
+        [--repeats N] [--stream-interval N]
 
 --preset makes the peers' checkpoint (make_llama.py, seed 0) and a random adapter (make_lora.py);
 --model-dir measures an existing checkpoint (a demo lab's models/demo-base with --lora LAB/runs/demo-lora).
@@ -24,6 +24,9 @@ lines: in-process / llama.cpp, HTTP / in-process (output_tok_s), gain over c=1, 
 --repeats N measures every configuration N times, interleaved (llama.cpp, in process, HTTP, then
 again), and keeps each level's best per side: on a shared VM whose memory bandwidth drifts by
 1.5x within minutes, one pass's ratios say more about the neighbours than about the programs.
+
+--stream-interval N starts the server with that many tokens per streamed write after the first
+(default 1, each token as it comes, as vLLM streams).
 """
 import argparse
 import json
@@ -114,6 +117,8 @@ def over_http(a, ckpt, lora, dtype, mode, vocab):
         port = free_port()
         serve = [cli, "serve", "--model", ckpt, "--dtype", dtype, "--port", str(port), "--threads", str(t),
                  "--max-batch", str(max(a.levels)), "--lora", "adapter=" + lora, "--load", a.load]
+        if a.stream_interval != 1:
+            serve += ["--stream-interval", str(a.stream_interval)]
         if mode == "merged":
             serve += ["--merge", "adapter"]
         server = subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
@@ -172,6 +177,7 @@ def main():
     ap.add_argument("--no-http", action="store_true")
     ap.add_argument("--no-llamacpp", action="store_true")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--stream-interval", type=int, default=1, help="serve --stream-interval (tokens per write)")
     a = ap.parse_args()
     a.levels = [int(x) for x in a.levels.split(",")]
     a.threads = [int(x) for x in a.threads.split(",")]
@@ -196,7 +202,8 @@ def main():
                 if not a.no_http:
                     keep_best(http[mode], over_http(a, ckpt, lora, dtype, mode, vocab), "output_tok_s")
         for mode in a.modes:
-            s = {"summary": name, "dtype": dtype, "lora": mode, "tokens": a.tokens, "levels": a.levels}
+            s = {"summary": name, "dtype": dtype, "lora": mode, "tokens": a.tokens, "levels": a.levels,
+                 "stream_interval": a.stream_interval}
             first = a.levels[0]
             for lv in a.levels:
                 o = ours[mode].get(lv)

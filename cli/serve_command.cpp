@@ -87,6 +87,7 @@ int runServe(const cli::Args& args, cli::Context& ctx) {
   opt.baseModelId = args.value("--served-model-name").value_or(fs::path(*model).lexically_normal().filename().string());
   if (opt.baseModelId.empty()) opt.baseModelId = fs::absolute(*model).lexically_normal().parent_path().filename().string();
   opt.httpThreads = int(args.integer("--max-connections", defaultHttpThreads(so.maxBatch), 1, 65536));
+  opt.streamInterval = int(args.integer("--stream-interval", 1, 1, 4096));
   if (const auto merge = args.value("--merge")) {
     // --merge NAME serves the --lora NAME adapter merged into the weights, and only it.
     if (so.loras.size() != 1 || so.loras[0].first != *merge)
@@ -117,7 +118,7 @@ int runServe(const cli::Args& args, cli::Context& ctx) {
 void addServeCommands(std::vector<cli::Command>& commands) {
   commands.push_back({"serve",
                       "--model DIR [--served-model-name NAME] [--lora NAME=DIR ...] [--merge NAME] [--host 127.0.0.1] "
-                      "[--port 8000] [--max-batch N] [--max-model-len N] [--dtype bf16|f32] [--max-connections N] [--api-key-env VAR]",
+                      "[--port 8000] [--max-batch N] [--max-model-len N] [--dtype bf16|f32] [--max-connections N] [--stream-interval N] [--api-key-env VAR]",
                       "serve a model over the OpenAI-compatible API with continuous batching",
                       {{"--model", true, "Hugging Face checkpoint folder", true},
                        {"--served-model-name", true, "the base model's id (default: the folder's name)"},
@@ -134,6 +135,7 @@ void addServeCommands(std::vector<cli::Command>& commands) {
                        {"--dtype", true, "bf16 or f32 (default f32)"},
                        {"--load", true, "map (default) or copy: weights from the file's memory map, or read into memory"},
                        {"--max-connections", true, "HTTP connections served at once (default max(256, 4 x max batch + 64))"},
+                       {"--stream-interval", true, "tokens per streamed write after the first (default 1: each token as it comes; larger: fewer writes and reads per token, burstier arrival)"},
                        {"--api-key-env", true, "environment variable holding the API key"}},
                       runServe});
 }

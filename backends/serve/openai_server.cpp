@@ -50,10 +50,12 @@ struct Channel {
     }
     cv.notify_one();
   }
-  // What has arrived, without waiting.
-  std::deque<Event> takeNow() {
+  // What has arrived, without waiting, once it holds at least `minEvents` events or the end
+  // (nothing otherwise).
+  std::deque<Event> takeNow(size_t minEvents = 1) {
     std::lock_guard<std::mutex> lk(mu);
     std::deque<Event> out;
+    if (events.empty() || (events.size() < minEvents && !events.back().done)) return out;
     out.swap(events);
     return out;
   }
@@ -155,6 +157,7 @@ struct SseStream {
   const TokenFrames frames;
   httplib::DataSink* sink = nullptr;  // the connection thread's, valid until it is closed
   bool roleSent = false;              // writer thread only
+  bool tokenSent = false;             // writer thread only: the first token went (at once)
   // Guarded by SseWriter's mutex. HandedBack: this client reads slowly; its connection thread
   // writes the rest itself (see SseWriter).
   enum class State { Open, Finished, Failed, HandedBack } state = State::Open;
@@ -210,9 +213,11 @@ struct SseStream {
 // one write, not for the rest of its stream. (A client that stopped reading holds the
 // writer until httplib's write timeout, 5 s, fails the write and drops it: the same drop as
 // with a thread per connection.)
+// With a stream interval above 1 (ServerOptions::streamInterval) a stream's tokens after its
+// first wait in its channel until that many have arrived (or its end has).
 class SseWriter {
  public:
-  SseWriter() : thread_([this] { loop(); }) {}
+  explicit SseWriter(int streamInterval) : interval_(size_t(std::max(1, streamInterval))), thread_([this] { loop(); }) {}
   ~SseWriter() {
     stop();
     thread_.join();
@@ -247,6 +252,7 @@ class SseWriter {
     return stopping_;
   }
   int64_t handedBack() const { return handedBack_; }
+  int64_t writes() const { return writes_; }
 
   // Fails every stream (their connection threads return) and refuses new ones.
   void stop() {
@@ -268,9 +274,12 @@ class SseWriter {
       std::vector<std::pair<SseStream*, SseStream::State>> ended;
       for (const auto& s : pass) {
         bool finished = false;
-        const std::string out = s->framesFor(s->ch->takeNow(), &finished);
+        std::deque<Event> events = s->ch->takeNow(s->tokenSent ? interval_ : 1);
+        if (!events.empty()) s->tokenSent = true;
+        const std::string out = s->framesFor(std::move(events), &finished);
         if (out.empty()) continue;
         const auto t0 = std::chrono::steady_clock::now();
+        ++writes_;
         if (!s->sink->write(out.data(), out.size())) {
           s->ch->gone = true;  // the client left: the scheduler drops the sequence at its next token
           ended.emplace_back(s.get(), SseStream::State::Failed);
@@ -296,10 +305,11 @@ class SseWriter {
     closed_.notify_all();
   }
 
+  const size_t interval_;
   std::mutex mu_;
   std::condition_variable cv_, closed_;
   std::atomic<bool> pending_{false};
-  std::atomic<int64_t> handedBack_{0};
+  std::atomic<int64_t> handedBack_{0}, writes_{0};
   bool stopping_ = false;
   std::vector<std::shared_ptr<SseStream>> streams_;
   std::thread thread_;  // last: starts after the members it uses
@@ -316,9 +326,10 @@ struct OpenAiServer::Impl {
   int64_t started = std::time(nullptr);
   // Every streaming response's frames. Shared: the scheduler's hooks hold it weakly, so a
   // server destroyed before its scheduler leaves them nothing to call.
-  std::shared_ptr<SseWriter> writer = std::make_shared<SseWriter>();
+  std::shared_ptr<SseWriter> writer;
 
-  Impl(infer::BatchScheduler& e, ServerOptions o) : engine(e), opt(std::move(o)) {}
+  Impl(infer::BatchScheduler& e, ServerOptions o)
+      : engine(e), opt(std::move(o)), writer(std::make_shared<SseWriter>(opt.streamInterval)) {}
   void routes();
   std::string adapterFor(const std::string& model) const;
   // `wake` (may be empty) runs after the request's end is queued.
@@ -569,6 +580,7 @@ void OpenAiServer::run() {
 }
 
 int64_t OpenAiServer::streamsHandedBack() const { return impl_->writer->handedBack(); }
+int64_t OpenAiServer::streamWrites() const { return impl_->writer->writes(); }
 
 void OpenAiServer::stop() {
   // httplib's stop() does nothing until listen_after_bind() has started (a SIGTERM that

@@ -27,6 +27,11 @@ struct ServerOptions {
   // 0 = the kernel's autotuning (megabytes on loopback). Tests make it small to fill a slow
   // reader's socket within a few hundred tokens.
   int socketSendBuffer = 0;
+  // Tokens per streamed write (SGLang's --stream-interval): a stream's first token is sent at
+  // once, later ones when this many have arrived, the rest with the request's end. Each token
+  // stays its own SSE frame (the wire format does not change); larger intervals cost the
+  // server and the client fewer writes and reads per token, and make token arrival burstier.
+  int streamInterval = 1;
 };
 
 // max(256, 4 * maxBatch + 64): a benchmark's 256 streams are all served at once, and
@@ -46,6 +51,9 @@ class OpenAiServer {
   // Streaming responses whose client read too slowly for the shared writer thread, so that
   // their own connection thread wrote the rest (openai_server.cpp, SseWriter).
   int64_t streamsHandedBack() const;
+  // Writes of streamed frames by the shared writer thread so far (each holds one stream's
+  // frames since its last write: see ServerOptions::streamInterval).
+  int64_t streamWrites() const;
 
  private:
   struct Impl;

@@ -26,7 +26,7 @@ using nlohmann::json;
 namespace {
 
 std::unique_ptr<testing::LocalServer> startServer(const std::string& dir, const std::string& apiKey = {},
-                                                 int socketSendBuffer = 0) {
+                                                 int socketSendBuffer = 0, int streamInterval = 1) {
   infer::SchedulerOptions so;
   so.maxBatch = 4;
   so.maxModelLen = 4096;
@@ -37,6 +37,7 @@ std::unique_ptr<testing::LocalServer> startServer(const std::string& dir, const 
   opt.apiKey = apiKey;
   opt.httpThreads = 32;
   opt.socketSendBuffer = socketSendBuffer;
+  opt.streamInterval = streamInterval;
   return std::make_unique<testing::LocalServer>(dir, so, opt);
 }
 
@@ -342,6 +343,55 @@ class TestOpenAiServer : public QObject {
     QCOMPARE(json::parse(frames[frames.size() - 3])["choices"][0]["finish_reason"].get<std::string>(), std::string("length"));
     for (size_t i = 0; i + 2 < frames.size(); ++i) QVERIFY(json::parse(frames[i]).is_object());
     QCOMPARE(local->server().streamsHandedBack(), before + 1);
+  }
+
+  // A stream interval (SGLang's --stream-interval) changes how many writes carry a stream, not
+  // what it carries: the same frames (one per token with text, the finish and usage chunks,
+  // [DONE]) and the same text as the whole response. With an interval above the token count
+  // the first token goes at once and the rest with the end: at most two writes (one if the
+  // writer's first pass came after the end); with 6, at most one per 6 token frames after the
+  // first, plus the end's. With 1, more than two (a control: the stream lasts long enough for
+  // the writer to see its tokens come in, so the bound above says something).
+  void streamIntervalGroupsWritesLosesNothing() {
+    const int tokens = 400;
+    const json req = {{"model", "tiny"}, {"prompt", "interval"}, {"max_tokens", tokens}, {"temperature", 0}, {"ignore_eos", true}};
+    auto base = server_->client();
+    auto whole = post(base, "/v1/completions", req);
+    QVERIFY(whole);
+    QCOMPARE(whole->status, 200);
+    const std::string wholeText = json::parse(whole->body)["choices"][0]["text"].get<std::string>();
+    json sreq = req;
+    sreq["stream"] = true;
+    sreq["stream_options"] = {{"include_usage", true}};
+    size_t frameCount = 0;
+    for (const int interval : {1, 1000, 6}) {
+      auto local = startServer(dir_, {}, 0, interval);
+      auto c = local->client();
+      const int64_t before = local->server().streamWrites();
+      auto r = post(c, "/v1/completions", sreq);
+      QVERIFY(r);
+      QCOMPARE(r->status, 200);
+      const int64_t writes = local->server().streamWrites() - before;
+      bool ok = false;
+      const auto frames = testing::sseFrames(r->body, &ok);
+      QVERIFY2(ok, r->body.c_str());
+      QVERIFY(frames.size() > size_t(tokens / 2));
+      if (interval == 1) frameCount = frames.size();
+      QCOMPARE(frames.size(), frameCount);
+      QCOMPARE(frames.back(), std::string("[DONE]"));
+      QCOMPARE(json::parse(frames[frames.size() - 2])["usage"]["completion_tokens"].get<int>(), tokens);
+      QCOMPARE(json::parse(frames[frames.size() - 3])["choices"][0]["finish_reason"].get<std::string>(), std::string("length"));
+      std::string text;
+      for (size_t i = 0; i + 2 < frames.size(); ++i) text += json::parse(frames[i])["choices"][0]["text"].get<std::string>();
+      QCOMPARE(text, wholeText);
+      const int64_t tokenFrames = int64_t(frames.size()) - 3;
+      qInfo("stream interval %d: %lld writes for %lld token frames", interval, static_cast<long long>(writes),
+            static_cast<long long>(tokenFrames));
+      QVERIFY(writes >= 1);
+      if (interval == 1) QVERIFY(writes > 2);
+      if (interval == 1000) QVERIFY(writes <= 2);
+      if (interval == 6) QVERIFY(writes <= 2 + (tokenFrames + 5) / 6);
+    }
   }
 
   // Stopping the server with streams open ends them (their connection threads wait on the
