@@ -357,120 +357,85 @@ CROSSLAB_BF16_TARGET inline __m512 load16Any(const T* p, int64_t valid) {
 // (loaded and, for bf16, widened once, then used R times). Per head the arithmetic is that of
 // one head alone: the same FMAs in the same order, so the result is bit-identical.
 
-// Four cached rows at a time, their four dot products reduced together, for R heads.
-template <class T, int R>
-CROSSLAB_BF16_TARGET inline void dotRowsBlock(const float* q, const T* row, int64_t hd, float* s, int64_t ss) {
-  __m512 a[R][4];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r)
-#pragma GCC unroll 4
-    for (int i = 0; i < 4; ++i) a[r][i] = _mm512_setzero_ps();
-  for (int64_t d = 0; d < hd; d += 16) {
-    const __m512 k0 = load16Any(row + d, hd - d), k1 = load16Any(row + hd + d, hd - d);
-    const __m512 k2 = load16Any(row + 2 * hd + d, hd - d), k3 = load16Any(row + 3 * hd + d, hd - d);
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) {
-      const __m512 qv = load16Any(q + r * hd + d, hd - d);
-      a[r][0] = _mm512_fmadd_ps(qv, k0, a[r][0]);
-      a[r][1] = _mm512_fmadd_ps(qv, k1, a[r][1]);
-      a[r][2] = _mm512_fmadd_ps(qv, k2, a[r][2]);
-      a[r][3] = _mm512_fmadd_ps(qv, k3, a[r][3]);
-    }
-  }
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) _mm_storeu_ps(s + r * ss, sum16x4(a[r][0], a[r][1], a[r][2], a[r][3]));
-}
-
-template <class T, int R>
-CROSSLAB_BF16_TARGET inline void dotRowsOne(const float* q, const T* row, int64_t hd, float* s, int64_t ss) {
-  __m512 a[R];
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) a[r] = _mm512_setzero_ps();
-  for (int64_t d = 0; d < hd; d += 16) {
-    const __m512 kv = load16Any(row + d, hd - d);
-#pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) a[r] = _mm512_fmadd_ps(load16Any(q + r * hd + d, hd - d), kv, a[r]);
-  }
-#pragma GCC unroll 4
-  for (int r = 0; r < R; ++r) s[r * ss] = sum16(a[r]);
-}
-
-template <class T, int R>
-CROSSLAB_BF16_TARGET void dotRowsHeads(const float* q, const T* k, int64_t len, int64_t hd, float* s, int64_t ss) {
-  int64_t t = 0;
-  for (; t + 4 <= len; t += 4) dotRowsBlock<T, R>(q, k + t * hd, hd, s + t, ss);
-  for (; t < len; ++t) dotRowsOne<T, R>(q, k + t * hd, hd, s + t, ss);
-}
-
+// How a score kernel reads and multiplies, D below: fp32 queries against fp32 keys or bf16 keys
+// widened, 16 values per step (FMA); or bf16 queries against bf16 keys (a bf16 model's q is bf16
+// after RoPE's rounding), 32 per step through VDPBF16PS: per lane two exact products added in
+// turn in fp32, as Intel's SDM specifies, and half the loads and multiply-adds of widening.
 template <class T>
-CROSSLAB_BF16_TARGET void dotRowsKernel(const float* q, int64_t heads, const T* k, int64_t len, int64_t hd, float* s,
-                                        int64_t ss) {
-  int64_t h = 0;
-  for (; h + 4 <= heads; h += 4) dotRowsHeads<T, 4>(q + h * hd, k, len, hd, s + h * ss, ss);
-  if (heads - h >= 2) {
-    dotRowsHeads<T, 2>(q + h * hd, k, len, hd, s + h * ss, ss);
-    h += 2;
-  }
-  if (h < heads) dotRowsHeads<T, 1>(q + h * hd, k, len, hd, s + h * ss, ss);
-}
+struct WidenedScores {
+  using Q = float;
+  using K = T;
+  static constexpr int64_t kStep = 16;
+  template <class P>
+  CROSSLAB_BF16_TARGET static __m512 load(const P* p, int64_t valid) { return load16Any(p, valid); }
+  CROSSLAB_BF16_TARGET static __m512 madd(__m512 acc, __m512 q, __m512 k) { return _mm512_fmadd_ps(q, k, acc); }
+};
+struct Bf16PairScores {
+  using Q = uint16_t;
+  using K = uint16_t;
+  static constexpr int64_t kStep = 32;
+  CROSSLAB_BF16_TARGET static __m512bh load(const uint16_t* p, int64_t valid) { return load32(p, valid); }
+  CROSSLAB_BF16_TARGET static __m512 madd(__m512 acc, __m512bh q, __m512bh k) { return _mm512_dpbf16_ps(acc, q, k); }
+};
 
-// bf16 queries and keys (a bf16 model's q is bf16 after RoPE's rounding): VDPBF16PS takes 32
-// of each per instruction (per lane two exact products added in turn in fp32, as Intel's SDM
-// specifies), so a cached row costs half the loads and multiply-adds of widening it to fp32;
-// four rows' sums reduced together, for R heads.
-template <int R>
-CROSSLAB_BF16_TARGET inline void dotBf16Block(const uint16_t* q, const uint16_t* row, int64_t hd, float* s, int64_t ss) {
+// Four cached rows at a time, their four dot products reduced together, for R heads.
+template <class D, int R>
+CROSSLAB_BF16_TARGET inline void dotRowsBlock(const typename D::Q* q, const typename D::K* row, int64_t hd, float* s,
+                                              int64_t ss) {
   __m512 a[R][4];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int i = 0; i < 4; ++i) a[r][i] = _mm512_setzero_ps();
-  for (int64_t d = 0; d < hd; d += 32) {
-    const __m512bh k0 = load32(row + d, hd - d), k1 = load32(row + hd + d, hd - d);
-    const __m512bh k2 = load32(row + 2 * hd + d, hd - d), k3 = load32(row + 3 * hd + d, hd - d);
+  for (int64_t d = 0; d < hd; d += D::kStep) {
+    const auto k0 = D::load(row + d, hd - d), k1 = D::load(row + hd + d, hd - d);
+    const auto k2 = D::load(row + 2 * hd + d, hd - d), k3 = D::load(row + 3 * hd + d, hd - d);
 #pragma GCC unroll 4
     for (int r = 0; r < R; ++r) {
-      const __m512bh qv = load32(q + r * hd + d, hd - d);
-      a[r][0] = _mm512_dpbf16_ps(a[r][0], qv, k0);
-      a[r][1] = _mm512_dpbf16_ps(a[r][1], qv, k1);
-      a[r][2] = _mm512_dpbf16_ps(a[r][2], qv, k2);
-      a[r][3] = _mm512_dpbf16_ps(a[r][3], qv, k3);
+      const auto qv = D::load(q + r * hd + d, hd - d);
+      a[r][0] = D::madd(a[r][0], qv, k0);
+      a[r][1] = D::madd(a[r][1], qv, k1);
+      a[r][2] = D::madd(a[r][2], qv, k2);
+      a[r][3] = D::madd(a[r][3], qv, k3);
     }
   }
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) _mm_storeu_ps(s + r * ss, sum16x4(a[r][0], a[r][1], a[r][2], a[r][3]));
 }
 
-template <int R>
-CROSSLAB_BF16_TARGET inline void dotBf16One(const uint16_t* q, const uint16_t* row, int64_t hd, float* s, int64_t ss) {
+template <class D, int R>
+CROSSLAB_BF16_TARGET inline void dotRowsOne(const typename D::Q* q, const typename D::K* row, int64_t hd, float* s,
+                                            int64_t ss) {
   __m512 a[R];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) a[r] = _mm512_setzero_ps();
-  for (int64_t d = 0; d < hd; d += 32) {
-    const __m512bh kv = load32(row + d, hd - d);
+  for (int64_t d = 0; d < hd; d += D::kStep) {
+    const auto kv = D::load(row + d, hd - d);
 #pragma GCC unroll 4
-    for (int r = 0; r < R; ++r) a[r] = _mm512_dpbf16_ps(a[r], load32(q + r * hd + d, hd - d), kv);
+    for (int r = 0; r < R; ++r) a[r] = D::madd(a[r], D::load(q + r * hd + d, hd - d), kv);
   }
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) s[r * ss] = sum16(a[r]);
 }
 
-template <int R>
-CROSSLAB_BF16_TARGET void dotBf16Heads(const uint16_t* q, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss) {
+template <class D, int R>
+CROSSLAB_BF16_TARGET void dotRowsHeads(const typename D::Q* q, const typename D::K* k, int64_t len, int64_t hd, float* s,
+                                       int64_t ss) {
   int64_t t = 0;
-  for (; t + 4 <= len; t += 4) dotBf16Block<R>(q, k + t * hd, hd, s + t, ss);
-  for (; t < len; ++t) dotBf16One<R>(q, k + t * hd, hd, s + t, ss);
+  for (; t + 4 <= len; t += 4) dotRowsBlock<D, R>(q, k + t * hd, hd, s + t, ss);
+  for (; t < len; ++t) dotRowsOne<D, R>(q, k + t * hd, hd, s + t, ss);
 }
 
-CROSSLAB_BF16_TARGET void dotBf16Kernel(const uint16_t* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd,
-                                        float* s, int64_t ss) {
+template <class D>
+CROSSLAB_BF16_TARGET void dotRowsKernel(const typename D::Q* q, int64_t heads, const typename D::K* k, int64_t len,
+                                        int64_t hd, float* s, int64_t ss) {
   int64_t h = 0;
-  for (; h + 4 <= heads; h += 4) dotBf16Heads<4>(q + h * hd, k, len, hd, s + h * ss, ss);
+  for (; h + 4 <= heads; h += 4) dotRowsHeads<D, 4>(q + h * hd, k, len, hd, s + h * ss, ss);
   if (heads - h >= 2) {
-    dotBf16Heads<2>(q + h * hd, k, len, hd, s + h * ss, ss);
+    dotRowsHeads<D, 2>(q + h * hd, k, len, hd, s + h * ss, ss);
     h += 2;
   }
-  if (h < heads) dotBf16Heads<1>(q + h * hd, k, len, hd, s + h * ss, ss);
+  if (h < heads) dotRowsHeads<D, 1>(q + h * hd, k, len, hd, s + h * ss, ss);
 }
 
 // bf16 weights and values (a bf16 model's probabilities are bf16 after the softmax's rounding):
@@ -751,13 +716,15 @@ void weightedRowsPortable(const float* p, int64_t heads, int64_t ps, const T* v,
 
 // The fp32 rows need only AVX-512F, but share the bf16 kernels' target: one check.
 void dotRows(const float* q, int64_t heads, const float* k, int64_t len, int64_t hd, float* s, int64_t ss) {
-  bf16KernelsAvailable() ? dotRowsKernel(q, heads, k, len, hd, s, ss) : dotRowsPortable(q, heads, k, len, hd, s, ss);
+  bf16KernelsAvailable() ? dotRowsKernel<WidenedScores<float>>(q, heads, k, len, hd, s, ss)
+                         : dotRowsPortable(q, heads, k, len, hd, s, ss);
 }
 void dotRows(const float* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss) {
-  bf16KernelsAvailable() ? dotRowsKernel(q, heads, k, len, hd, s, ss) : dotRowsPortable(q, heads, k, len, hd, s, ss);
+  bf16KernelsAvailable() ? dotRowsKernel<WidenedScores<uint16_t>>(q, heads, k, len, hd, s, ss)
+                         : dotRowsPortable(q, heads, k, len, hd, s, ss);
 }
 void dotRows(const uint16_t* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss) {
-  if (bf16KernelsAvailable()) return dotBf16Kernel(q, heads, k, len, hd, s, ss);
+  if (bf16KernelsAvailable()) return dotRowsKernel<Bf16PairScores>(q, heads, k, len, hd, s, ss);
   std::vector<float> qf(size_t(heads * hd));  // exact: bf16 widened
   for (size_t i = 0; i < qf.size(); ++i) qf[i] = toFloat(q[i]);
   dotRowsPortable(qf.data(), heads, k, len, hd, s, ss);
