@@ -135,7 +135,7 @@ void addServeCommands(std::vector<cli::Command>& commands) {
                        {"--dtype", true, "bf16 or f32 (default f32)"},
                        {"--load", true, "map (default) or copy: weights from the file's memory map, or read into memory"},
                        {"--max-connections", true, "HTTP connections served at once (default max(256, 4 x max batch + 64))"},
-                       {"--stream-interval", true, "tokens per streamed write after the first (default 1: each token as it comes; larger: fewer writes and reads per token, burstier arrival)"},
+                       {"--stream-interval", true, "tokens per streamed write after the first (default 1: each token as it comes; larger: fewer writes and reads per token, burstier arrival; none held over 50 ms)"},
                        {"--api-key-env", true, "environment variable holding the API key"}},
                       runServe});
 }

@@ -38,6 +38,7 @@ struct Channel {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<Event> events;
+  std::chrono::steady_clock::time_point oldest;  // when the first of `events` arrived
   std::atomic<bool> gone{false};  // the client left: the scheduler cancels at its next token
   uint64_t requestId = 0;
 
@@ -46,16 +47,19 @@ struct Channel {
   void push(Event e) {
     {
       std::lock_guard<std::mutex> lk(mu);
+      if (events.empty()) oldest = std::chrono::steady_clock::now();
       events.push_back(std::move(e));
     }
     cv.notify_one();
   }
-  // What has arrived, without waiting, once it holds at least `minEvents` events or the end
-  // (nothing otherwise).
-  std::deque<Event> takeNow(size_t minEvents = 1) {
+  // What has arrived, without waiting, once it holds at least `minEvents` events, or the end,
+  // or has waited `maxHold` (nothing otherwise).
+  std::deque<Event> takeNow(size_t minEvents = 1, std::chrono::milliseconds maxHold = std::chrono::milliseconds(0)) {
     std::lock_guard<std::mutex> lk(mu);
     std::deque<Event> out;
-    if (events.empty() || (events.size() < minEvents && !events.back().done)) return out;
+    if (events.empty()) return out;
+    if (events.size() < minEvents && !events.back().done && std::chrono::steady_clock::now() - oldest < maxHold)
+      return out;
     out.swap(events);
     return out;
   }
@@ -214,10 +218,15 @@ struct SseStream {
 // writer until httplib's write timeout, 5 s, fails the write and drops it: the same drop as
 // with a thread per connection.)
 // With a stream interval above 1 (ServerOptions::streamInterval) a stream's tokens after its
-// first wait in its channel until that many have arrived (or its end has).
+// first wait in its channel until that many have arrived, or its end, or maxHold has passed
+// since the oldest of them came (a stream whose sequence waits, behind a long prefill say,
+// still sees its tokens, and a client that left is still found out by a failed write soon).
+// A stream handed back to its connection thread writes whatever has arrived each time, as a
+// slow reader's stream does anyway.
 class SseWriter {
  public:
-  explicit SseWriter(int streamInterval) : interval_(size_t(std::max(1, streamInterval))), thread_([this] { loop(); }) {}
+  SseWriter(int streamInterval, int maxHoldMs)
+      : interval_(size_t(std::max(1, streamInterval))), maxHold_(std::max(0, maxHoldMs)), thread_([this] { loop(); }) {}
   ~SseWriter() {
     stop();
     thread_.join();
@@ -274,7 +283,7 @@ class SseWriter {
       std::vector<std::pair<SseStream*, SseStream::State>> ended;
       for (const auto& s : pass) {
         bool finished = false;
-        std::deque<Event> events = s->ch->takeNow(s->tokenSent ? interval_ : 1);
+        std::deque<Event> events = s->tokenSent ? s->ch->takeNow(interval_, maxHold_) : s->ch->takeNow();
         if (!events.empty()) s->tokenSent = true;
         const std::string out = s->framesFor(std::move(events), &finished);
         if (out.empty()) continue;
@@ -306,6 +315,7 @@ class SseWriter {
   }
 
   const size_t interval_;
+  const std::chrono::milliseconds maxHold_;
   std::mutex mu_;
   std::condition_variable cv_, closed_;
   std::atomic<bool> pending_{false};
@@ -329,7 +339,7 @@ struct OpenAiServer::Impl {
   std::shared_ptr<SseWriter> writer;
 
   Impl(infer::BatchScheduler& e, ServerOptions o)
-      : engine(e), opt(std::move(o)), writer(std::make_shared<SseWriter>(opt.streamInterval)) {}
+      : engine(e), opt(std::move(o)), writer(std::make_shared<SseWriter>(opt.streamInterval, opt.streamMaxHoldMs)) {}
   void routes();
   std::string adapterFor(const std::string& model) const;
   // `wake` (may be empty) runs after the request's end is queued.

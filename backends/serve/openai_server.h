@@ -28,10 +28,13 @@ struct ServerOptions {
   // reader's socket within a few hundred tokens.
   int socketSendBuffer = 0;
   // Tokens per streamed write (SGLang's --stream-interval): a stream's first token is sent at
-  // once, later ones when this many have arrived, the rest with the request's end. Each token
-  // stays its own SSE frame (the wire format does not change); larger intervals cost the
-  // server and the client fewer writes and reads per token, and make token arrival burstier.
+  // once, later ones when this many have arrived (tokens that add text: a token ending inside
+  // a UTF-8 character adds none), or streamMaxHoldMs after the oldest of them, the rest with
+  // the request's end. Each token stays its own SSE frame (the wire format does not change);
+  // larger intervals cost the server and the client fewer writes and reads per token, and
+  // make token arrival burstier.
   int streamInterval = 1;
+  int streamMaxHoldMs = 50;  // the longest a token waits for the interval's others
 };
 
 // max(256, 4 * maxBatch + 64): a benchmark's 256 streams are all served at once, and

@@ -72,13 +72,14 @@ void matmulTransposed(const uint16_t* wt, int64_t k, int64_t out, const float* x
 void dotRows(const float* q, int64_t heads, const float* k, int64_t len, int64_t hd, float* s, int64_t ss);
 void dotRows(const float* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss);
 // The same with bf16 queries (bits): each product of two bf16 values exact, summed in fp32 in
-// pairs (AVX512-BF16's VDPBF16PS, half the work of widening the keys; a portable loop without
-// it). Each head bit-identical to computing it alone here too.
+// pairs (AVX512-BF16's VDPBF16PS, half the work of widening the keys, which reads denormal
+// inputs as zero and flushes denormal sums; a portable loop without it). Each head
+// bit-identical to computing it alone here too.
 void dotRows(const uint16_t* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss);
 void weightedRows(const float* p, int64_t heads, int64_t ps, const float* v, int64_t len, int64_t hd, float* out);
 void weightedRows(const float* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out);
 // The same with bf16 weights (bits): exact products summed in fp32 two cached rows at a time
-// (VDPBF16PS; t + 1's product first), not t by t.
+// (VDPBF16PS, t + 1's product first, denormals as above), not t by t.
 void weightedRows(const uint16_t* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out);
 
 }  // namespace crosslab::model

@@ -15,6 +15,7 @@
 #include "core/model/checkpoint_files.h"
 #include "core/model/mapped_file.h"
 #include "core/model/llama_layout.h"
+#include "core/util/step_crew.h"
 
 namespace crosslab::model {
 namespace {
@@ -161,7 +162,7 @@ std::vector<float> ropeInverseFrequencies(const ModelConfig& c) {
 }
 
 LlamaModel::LlamaModel(ModelConfig config, at::ScalarType dtype, at::Device device)
-    : config_(std::move(config)), dtype_(dtype), device_(device) {
+    : config_(std::move(config)), dtype_(dtype), device_(device), crew_(std::make_shared<util::StepCrew>()) {
   auto inv = ropeInverseFrequencies(config_);
   invFreq_ = at::tensor(inv, at::kFloat).to(device_);
 }

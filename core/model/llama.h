@@ -160,7 +160,9 @@ class LlamaModel {
   int decodeSplit_ = 1;
   DecodeTimes* times_ = nullptr;
   std::shared_ptr<const ProjectionDelta> delta_;
-  mutable std::shared_ptr<util::StepCrew> crew_;  // the fused step's threads (groups or split loops), made on first need
+  // The fused step's threads (row groups, or a one-group step's split loops): made with the
+  // model (its workers start on first need), so steps on several threads never race to make it.
+  std::shared_ptr<util::StepCrew> crew_;
 };
 
 // inv_freq of RoPE with the config's scaling (transformers' _compute_llama3_parameters), fp32.

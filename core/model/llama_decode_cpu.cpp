@@ -150,19 +150,23 @@ void parallelFor(int64_t begin, int64_t end, int64_t grain, const F& f) {
   });
 }
 
-// Sets tlStepCrew for one step and clears it however the step ends.
+// Sets tlStepCrew for one step and restores the previous one however the step ends.
 class StepCrewScope {
  public:
-  StepCrewScope(util::StepCrew* crew, DecodeTimes* times) {
+  StepCrewScope(util::StepCrew* crew, DecodeTimes* times) : crew_(tlStepCrew), times_(tlStepTimes) {
     tlStepCrew = crew;
     tlStepTimes = times;
   }
   ~StepCrewScope() {
-    tlStepCrew = nullptr;
-    tlStepTimes = nullptr;
+    tlStepCrew = crew_;
+    tlStepTimes = times_;
   }
   StepCrewScope(const StepCrewScope&) = delete;
   StepCrewScope& operator=(const StepCrewScope&) = delete;
+
+ private:
+  util::StepCrew* const crew_;
+  DecodeTimes* const times_;
 };
 
 // Y [n, out] = X [n, k] Wᵀ in fp32 (row stride ldy), W [out, k] in the storage type. W's rows
@@ -274,7 +278,10 @@ void attendGroup(const float* q, int64_t heads, const typename M::Storage* kg, c
                  int64_t len, int64_t hd, float scale, std::vector<float>& scores, float* out) {
   using Bits = typename M::Bits;
   scores.resize(size_t(heads * len));
-  if constexpr (M::kBf16) {  // q is bf16 after RoPE's rounding: exact as bits, bf16 products
+  // A bf16 model's q is bf16 after RoPE's rounding and its probabilities after divideRound:
+  // exact as bits, for the kernels that multiply bf16 pairs (without them, the fp32 loops).
+  const bool pairs = M::kBf16 && bf16KernelsAvailable();
+  if (pairs) {
     thread_local std::vector<uint16_t> qb;
     qb.resize(size_t(heads * hd));
     toBf16Bits(q, qb.data(), heads * hd);
@@ -289,7 +296,7 @@ void attendGroup(const float* q, int64_t heads, const typename M::Storage* kg, c
     divideRound(sh, len, sum, M::kBf16);
   }
   std::fill(out, out + heads * hd, 0.0f);
-  if constexpr (M::kBf16) {  // the probabilities are bf16 after divideRound: exact as bits
+  if (pairs) {
     thread_local std::vector<uint16_t> pb;
     pb.resize(scores.size());
     toBf16Bits(scores.data(), pb.data(), int64_t(pb.size()));
@@ -453,7 +460,6 @@ at::Tensor LlamaModel::decodeStepCpu(const at::Tensor& ids, KvCache& cache, bool
   // One group: its products and attention split over the same crew when large enough.
   const int64_t threads = at::get_num_threads();
   const int64_t groups = std::min<int64_t>({int64_t(std::max(1, decodeSplit_)), n, threads});
-  if (threads > 1 && !crew_) crew_ = std::make_shared<util::StepCrew>();
   if (groups > 1) {
     crew_->run(int(groups), [&](int g) { rows(g * n / groups, (g + 1) * n / groups, g == 0 ? times_ : nullptr); });
   } else {

@@ -1,6 +1,7 @@
 #pragma once
 // StepCrew: a few threads that run one short job split into groups (the fused decode step's
-// row groups, core/model/llama_decode_cpu.cpp), with the caller running group 0 itself.
+// row groups, or a one-group step's large products split by rows, core/model/
+// llama_decode_cpu.cpp), with the caller running group 0 itself.
 //
 // Why not the OpenMP pool: a server runs libgomp with OMP_WAIT_POLICY=PASSIVE
 // (core/util/openmp_waits.h), so its idle workers sleep at once, and on a VM waking a sleeping

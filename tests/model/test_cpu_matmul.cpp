@@ -219,6 +219,7 @@ class TestCpuMatmul : public QObject {
   // bf16 values, for every head size's tail (hd not a multiple of 32, odd lengths), and each
   // head of a group bit-identical to the same head computed alone.
   void attentionRowsBf16QueriesAndWeights() {
+    qInfo("bf16 pairs through %s", bf16KernelsAvailable() ? "AVX512-BF16's VDPBF16PS" : "the portable loop (no AVX512-BF16)");
     std::mt19937 rng(5);
     std::normal_distribution<float> normal;
     for (int64_t hd : {32, 40, 64, 128})

@@ -26,7 +26,8 @@ using nlohmann::json;
 namespace {
 
 std::unique_ptr<testing::LocalServer> startServer(const std::string& dir, const std::string& apiKey = {},
-                                                 int socketSendBuffer = 0, int streamInterval = 1) {
+                                                 int socketSendBuffer = 0, int streamInterval = 1,
+                                                 int streamMaxHoldMs = 50) {
   infer::SchedulerOptions so;
   so.maxBatch = 4;
   so.maxModelLen = 4096;
@@ -38,6 +39,7 @@ std::unique_ptr<testing::LocalServer> startServer(const std::string& dir, const 
   opt.httpThreads = 32;
   opt.socketSendBuffer = socketSendBuffer;
   opt.streamInterval = streamInterval;
+  opt.streamMaxHoldMs = streamMaxHoldMs;
   return std::make_unique<testing::LocalServer>(dir, so, opt);
 }
 
@@ -348,12 +350,13 @@ class TestOpenAiServer : public QObject {
   // A stream interval (SGLang's --stream-interval) changes how many writes carry a stream, not
   // what it carries: the same frames (one per token with text, the finish and usage chunks,
   // [DONE]) and the same text as the whole response. With an interval above the token count
-  // the first token goes at once and the rest with the end: at most two writes (one if the
-  // writer's first pass came after the end); with 6, at most one per 6 token frames after the
-  // first, plus the end's. With 1, more than two (a control: the stream lasts long enough for
-  // the writer to see its tokens come in, so the bound above says something).
+  // and a hold longer than the test, the first token goes at once and the rest with the end: at
+  // most two writes (one if the writer's first pass came after the end); with 6, at most one
+  // per 6 token frames after the first, plus the end's. With 1, and with the large interval but
+  // no hold, more than two (the stream lasts long enough for the writer to see its tokens come
+  // in, so the bounds above say something).
   void streamIntervalGroupsWritesLosesNothing() {
-    const int tokens = 400;
+    const int tokens = 1000;
     const json req = {{"model", "tiny"}, {"prompt", "interval"}, {"max_tokens", tokens}, {"temperature", 0}, {"ignore_eos", true}};
     auto base = server_->client();
     auto whole = post(base, "/v1/completions", req);
@@ -364,8 +367,9 @@ class TestOpenAiServer : public QObject {
     sreq["stream"] = true;
     sreq["stream_options"] = {{"include_usage", true}};
     size_t frameCount = 0;
-    for (const int interval : {1, 1000, 6}) {
-      auto local = startServer(dir_, {}, 0, interval);
+    const int hour = 3600 * 1000;
+    for (const auto& [interval, holdMs] : std::vector<std::pair<int, int>>{{1, 50}, {5000, hour}, {6, hour}, {5000, 0}}) {
+      auto local = startServer(dir_, {}, 0, interval, holdMs);
       auto c = local->client();
       const int64_t before = local->server().streamWrites();
       auto r = post(c, "/v1/completions", sreq);
@@ -385,12 +389,12 @@ class TestOpenAiServer : public QObject {
       for (size_t i = 0; i + 2 < frames.size(); ++i) text += json::parse(frames[i])["choices"][0]["text"].get<std::string>();
       QCOMPARE(text, wholeText);
       const int64_t tokenFrames = int64_t(frames.size()) - 3;
-      qInfo("stream interval %d: %lld writes for %lld token frames", interval, static_cast<long long>(writes),
-            static_cast<long long>(tokenFrames));
+      qInfo("stream interval %d, hold %d ms: %lld writes for %lld token frames", interval, holdMs,
+            static_cast<long long>(writes), static_cast<long long>(tokenFrames));
       QVERIFY(writes >= 1);
-      if (interval == 1) QVERIFY(writes > 2);
-      if (interval == 1000) QVERIFY(writes <= 2);
-      if (interval == 6) QVERIFY(writes <= 2 + (tokenFrames + 5) / 6);
+      if (interval == 1 || holdMs == 0) QVERIFY(writes > 2);
+      else if (interval == 5000) QVERIFY(writes <= 2);
+      else QVERIFY(writes <= 2 + (tokenFrames + 5) / 6);
     }
   }
 
