@@ -28,6 +28,9 @@ class Sampler {
   std::vector<std::pair<float, int32_t>> scratch_;
 };
 
-int32_t argmax(const float* logits, size_t n);  // first index of the maximum, as torch.argmax
+// The first index of the maximum, as torch.argmax: the index a forward scan keeping the first
+// strictly greater value finds (NaNs never chosen, but index 0 when logits[0] is NaN; 0 for
+// n <= 1). AVX-512 where the CPU has it.
+int32_t argmax(const float* logits, size_t n);
 
 }  // namespace crosslab::infer

@@ -9,6 +9,7 @@
 #include <cstring>
 #include <random>
 
+#include "core/infer/sampler.h"
 #include "core/model/cpu_elementwise.h"
 #include "core/model/cpu_matmul.h"
 
@@ -252,6 +253,51 @@ class TestCpuMatmul : public QObject {
             QVERIFY2(std::memcmp(oAlone.data(), out.data() + h * hd, sz(hd) * sizeof(float)) == 0, qPrintable(where));
           }
         }
+  }
+
+  // Greedy sampling's argmax: the index a forward scan keeping the first strictly greater value
+  // finds, on every length around the 16-lane blocks and a 128K vocabulary, with ties (the
+  // first wins, -0 and +0 equal), infinities, all -inf, and NaN at the start, inside and last.
+  void greedyArgmaxIsTheForwardScan() {
+    const auto scan = [](const std::vector<float>& v, int64_t n) {
+      int64_t b = 0;
+      for (int64_t i = 1; i < n; ++i)
+        if (v[size_t(i)] > v[size_t(b)]) b = i;
+      return b;
+    };
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal;
+    int cases = 0;
+    for (int64_t n : {1, 2, 15, 16, 17, 31, 32, 33, 47, 64, 100, 964, 128256})
+      for (int kind = 0; kind < 12; ++kind) {
+        std::vector<float> v(static_cast<size_t>(n));
+        for (auto& x : v) x = kind == 1 ? 1.0f : kind == 2 ? -INFINITY : float(int(normal(rng) * 3));  // many ties
+        const auto at = [&] { return size_t(rng() % uint32_t(n)); };
+        if (kind == 3) v[at()] = INFINITY;
+        if (kind == 4) v[0] = NAN;
+        if (kind == 5) v[at()] = NAN;
+        if (kind == 6) v[size_t(n - 1)] = 1e30f;
+        if (kind == 7) v[at()] = v[at()] = 1e30f;
+        if (kind == 8) v[size_t(n - 1)] = NAN;
+        if (kind == 9)
+          for (auto& x : v) x = normal(rng);
+        if (kind == 10) {
+          std::fill(v.begin(), v.end(), 0.0f);
+          v[size_t(n / 2)] = v[0] = -0.0f;
+        }
+        if (kind == 11) {
+          std::fill(v.begin(), v.end(), -INFINITY);
+          v[size_t(n - 1)] = -1e38f;
+        }
+        QCOMPARE(int64_t(crosslab::infer::argmax(v.data(), size_t(n))), scan(v, n));
+        ++cases;
+      }
+    QCOMPARE(cases, 13 * 12);
+    // the maximum twice, in lane 1 (index 17) and lane 0 (index 32): the lanes' merge must
+    // prefer the smaller index, not the lower lane
+    std::vector<float> twice(100, 0.0f);
+    twice[17] = twice[32] = 1e30f;
+    QCOMPARE(crosslab::infer::argmax(twice.data(), 100), int32_t(17));
   }
 
   // The elementwise steps round as c10::BFloat16 does (the op-by-op path's conversion), bit
