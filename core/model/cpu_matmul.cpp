@@ -46,6 +46,23 @@ CROSSLAB_F32_TARGET inline void storeColumn(__m512 acc, float* y, int64_t ldy, i
   for (int64_t l = 0; l < std::min<int64_t>(16, valid); ++l) y[l * ldy] = t[l];
 }
 
+// The packed kernels write a W row's results as a column of Y (one value per X row, ldy apart).
+// With a wide Y (an LM head's 128K columns: rows half a megabyte apart) those scattered stores
+// cost more than the products at small k, so blocks of kStage W rows are computed into a
+// staging block that stays in L1 and copied out row by row. `block(r0, nr, stage, kStage)`
+// computes W rows r0 … r0+nr-1 for the m X rows into stage[b * kStage + r].
+constexpr int64_t kStage = 64;
+template <class Block>
+inline void stagedColumns(int64_t rows, int64_t m, float* y, int64_t ldy, const Block& block) {
+  if (ldy < 4096) return block(0, rows, y, ldy);  // a narrow Y: its columns are near one another
+  alignas(64) float stage[kStage * kChunk];
+  for (int64_t r0 = 0; r0 < rows; r0 += kStage) {
+    const int64_t nr = std::min(kStage, rows - r0);
+    block(r0, nr, stage, kStage);
+    for (int64_t b = 0; b < m; ++b) std::memcpy(y + b * ldy + r0, stage + b * kStage, sizeof(float) * size_t(nr));
+  }
+}
+
 // ---- bf16 ----------------------------------------------------------------------------
 
 // 32 bf16 values from p; lanes past `valid` read as zero.
@@ -186,13 +203,14 @@ CROSSLAB_BF16_TARGET void bf16Packed(const uint16_t* w, int64_t rows, const Matm
   for (int64_t base = 0; base < x.n; base += kChunk) {
     const int64_t m = std::min(kChunk, x.n - base);
     const uint16_t* xp = x.packed + (base / kChunk) * pairs(k) * kChunk * 2;
-    float* yc = y + base * ldy;
-    switch (pad16(m) / 16) {
-      case 1: bf16PackedRows<16, 1>(w, rows, k, xp, m, yc, ldy); break;
-      case 2: bf16PackedRows<8, 2>(w, rows, k, xp, m, yc, ldy); break;
-      case 3: bf16PackedRows<5, 3>(w, rows, k, xp, m, yc, ldy); break;
-      default: bf16PackedRows<4, 4>(w, rows, k, xp, m, yc, ldy); break;
-    }
+    stagedColumns(rows, m, y + base * ldy, ldy, [&](int64_t r0, int64_t nr, float* st, int64_t lds) {
+      switch (pad16(m) / 16) {
+        case 1: bf16PackedRows<16, 1>(w + r0 * k, nr, k, xp, m, st, lds); break;
+        case 2: bf16PackedRows<8, 2>(w + r0 * k, nr, k, xp, m, st, lds); break;
+        case 3: bf16PackedRows<5, 3>(w + r0 * k, nr, k, xp, m, st, lds); break;
+        default: bf16PackedRows<4, 4>(w + r0 * k, nr, k, xp, m, st, lds); break;
+      }
+    });
   }
 }
 
@@ -313,13 +331,14 @@ CROSSLAB_F32_TARGET void f32Packed(const float* w, int64_t rows, const MatmulRow
   for (int64_t base = 0; base < x.n; base += kChunk) {
     const int64_t m = std::min(kChunk, x.n - base);
     const float* xp = x.packed + (base / kChunk) * k * kChunk;
-    float* yc = y + base * ldy;
-    switch (pad16(m) / 16) {
-      case 1: f32PackedRows<16, 1>(w, rows, k, xp, m, yc, ldy); break;
-      case 2: f32PackedRows<8, 2>(w, rows, k, xp, m, yc, ldy); break;
-      case 3: f32PackedRows<5, 3>(w, rows, k, xp, m, yc, ldy); break;
-      default: f32PackedRows<4, 4>(w, rows, k, xp, m, yc, ldy); break;
-    }
+    stagedColumns(rows, m, y + base * ldy, ldy, [&](int64_t r0, int64_t nr, float* st, int64_t lds) {
+      switch (pad16(m) / 16) {
+        case 1: f32PackedRows<16, 1>(w + r0 * k, nr, k, xp, m, st, lds); break;
+        case 2: f32PackedRows<8, 2>(w + r0 * k, nr, k, xp, m, st, lds); break;
+        case 3: f32PackedRows<5, 3>(w + r0 * k, nr, k, xp, m, st, lds); break;
+        default: f32PackedRows<4, 4>(w + r0 * k, nr, k, xp, m, st, lds); break;
+      }
+    });
   }
 }
 

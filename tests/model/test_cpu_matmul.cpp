@@ -117,6 +117,8 @@ class TestCpuMatmul : public QObject {
     for (int n : {1, 2, 3, 4, 5, 8, 15, 16, 17, 33, 48, 64, 70, 130})
       for (auto [rows, k] : {std::pair{37, 128}, std::pair{16, 224}, std::pair{9, 5}, std::pair{21, 777}})
         QTest::addRow("%dx%d n=%d", rows, k, n) << rows << k << n;
+    // a wide Y (an LM head's): the packed kernels stage blocks of 64 W rows (not a multiple here)
+    for (int n : {16, 17, 33, 70, 130}) QTest::addRow("4133x33 n=%d", n) << 4133 << 33 << n;
   }
 
   // Relative to Σ|w x|: fp32 sums in a different order than the double reference.
