@@ -64,22 +64,4 @@ void matmulRows(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, 
 void matmulTransposed(const float* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy);
 void matmulTransposed(const uint16_t* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy);
 
-// Attention of `heads` query heads (q row-major [heads, hd]) over the cached rows of the kv
-// head they share (row-major [len, hd]; bf16 as uint16_t bits), fp32 arithmetic; each cached
-// row is read once for all the heads, and each head's result is bit-identical to computing it
-// alone (heads = 1):
-//   s[h * ss + t] = q_h · K_t        out[h * hd + d] += sum_t p[h * ps + t] V_t[d] (t in order)
-void dotRows(const float* q, int64_t heads, const float* k, int64_t len, int64_t hd, float* s, int64_t ss);
-void dotRows(const float* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss);
-// The same with bf16 queries (bits): each product of two bf16 values exact, summed in fp32 in
-// pairs (AVX512-BF16's VDPBF16PS, half the work of widening the keys, which reads denormal
-// inputs as zero and flushes denormal sums; a portable loop without it). Each head
-// bit-identical to computing it alone here too.
-void dotRows(const uint16_t* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss);
-void weightedRows(const float* p, int64_t heads, int64_t ps, const float* v, int64_t len, int64_t hd, float* out);
-void weightedRows(const float* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out);
-// The same with bf16 weights (bits): exact products summed in fp32 two cached rows at a time
-// (VDPBF16PS, t + 1's product first, denormals as above), not t by t.
-void weightedRows(const uint16_t* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out);
-
 }  // namespace crosslab::model

@@ -1,5 +1,5 @@
 #pragma once
-// Shared by the CPU kernel files (cpu_matmul.cpp, cpu_elementwise.cpp): the AVX-512 intrinsics
+// Shared by the CPU kernel files (cpu_matmul.cpp, cpu_attention.cpp, cpu_elementwise.cpp): the AVX-512 intrinsics
 // and the target attributes they compile under (runtime-checked: f32KernelsAvailable /
 // bf16KernelsAvailable in cpu_matmul.h), and the few helpers both use. Internal: not for
 // files that are not kernels.
@@ -15,6 +15,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <type_traits>
 
 #define CROSSLAB_F32_TARGET __attribute__((target("avx512f")))
 #define CROSSLAB_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
@@ -40,6 +41,52 @@ inline float bf16ToFloat(uint16_t bits) {
   float f;
   std::memcpy(&f, &u, sizeof f);
   return f;
+}
+
+// The horizontal sums of four vectors, [Σa, Σb, Σc, Σd], in about a dozen instructions.
+CROSSLAB_F32_TARGET inline __m128 sum16x4(__m512 a, __m512 b, __m512 c, __m512 d) {
+  const __mmask16 all = 0xFFFF;
+  const __m512 ab = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(all, a, b, 0x44), _mm512_maskz_shuffle_f32x4(all, a, b, 0xEE));
+  const __m512 cd = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(all, c, d, 0x44), _mm512_maskz_shuffle_f32x4(all, c, d, 0xEE));
+  const __m512 s = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(all, ab, cd, 0x88), _mm512_maskz_shuffle_f32x4(all, ab, cd, 0xDD));
+  const __m128 q0 = _mm512_castps512_ps128(s), q1 = _mm512_maskz_extractf32x4_ps(0xF, s, 1);
+  const __m128 q2 = _mm512_maskz_extractf32x4_ps(0xF, s, 2), q3 = _mm512_maskz_extractf32x4_ps(0xF, s, 3);
+  return _mm_hadd_ps(_mm_hadd_ps(q0, q1), _mm_hadd_ps(q2, q3));
+}
+
+// 32 bf16 values from p; lanes past `valid` read as zero.
+CROSSLAB_BF16_TARGET inline __m512bh load32(const uint16_t* p, int64_t valid) {
+  if (valid >= 32) return (__m512bh)_mm512_loadu_si512(p);
+  const __mmask32 mask = valid <= 0 ? 0 : (__mmask32)((1ull << valid) - 1);
+  return (__m512bh)_mm512_maskz_loadu_epi16(mask, p);
+}
+
+// 16 bf16 values widened to fp32 (exact: bf16 is fp32's upper half); lanes past `valid` zero.
+CROSSLAB_BF16_TARGET inline __m512 loadBf16(const uint16_t* p, int64_t valid) {
+  __m256i bits;
+  if (valid >= 16) {
+    bits = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(p));
+  } else {
+    alignas(32) uint16_t tail[16] = {};
+    for (int64_t i = 0; i < valid; ++i) tail[i] = p[i];
+    bits = _mm256_load_si256(reinterpret_cast<const __m256i*>(tail));
+  }
+  return _mm512_castsi512_ps(_mm512_maskz_slli_epi32(0xFFFF, _mm512_maskz_cvtepu16_epi32(0xFFFF, bits), 16));
+}
+
+CROSSLAB_BF16_TARGET inline void storeMasked(float* y, __m512 v, int64_t valid) {
+  if (valid >= 16)
+    _mm512_storeu_ps(y, v);
+  else if (valid > 0)
+    _mm512_mask_storeu_ps(y, (__mmask16)((1u << valid) - 1), v);
+}
+
+template <class T>
+CROSSLAB_BF16_TARGET inline __m512 load16Any(const T* p, int64_t valid) {
+  if constexpr (std::is_same_v<T, float>)
+    return valid >= 16 ? _mm512_loadu_ps(p) : _mm512_maskz_loadu_ps(valid <= 0 ? 0 : (__mmask16)((1u << valid) - 1), p);
+  else
+    return loadBf16(p, valid);
 }
 
 }  // namespace crosslab::model::simd

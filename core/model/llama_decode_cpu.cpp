@@ -26,6 +26,7 @@
 #include <type_traits>
 #include <vector>
 
+#include "core/model/cpu_attention.h"
 #include "core/model/cpu_elementwise.h"
 #include "core/model/cpu_matmul.h"
 #include "core/model/kv_cache.h"

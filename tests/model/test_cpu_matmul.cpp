@@ -10,6 +10,7 @@
 #include <random>
 
 #include "core/infer/sampler.h"
+#include "core/model/cpu_attention.h"
 #include "core/model/cpu_elementwise.h"
 #include "core/model/cpu_matmul.h"
 

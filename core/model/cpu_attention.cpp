@@ -1,0 +1,270 @@
+// Attention rows (core/model/cpu_attention.h): the fused decode step's scores and weighted
+// values per (row, kv head), on the kernels' shared intrinsics (cpu_simd.h).
+#include "core/model/cpu_attention.h"
+
+#include <vector>
+
+#include "core/model/cpu_matmul.h"
+#include "core/model/cpu_simd.h"
+
+namespace crosslab::model {
+namespace {
+
+using simd::load16Any;
+using simd::load32;
+using simd::storeMasked;
+using simd::sum16;
+using simd::sum16x4;
+
+float toFloat(float v) { return v; }
+float toFloat(uint16_t bits) { return simd::bf16ToFloat(bits); }
+
+// Grouped-query attention: the R query heads that share a kv head read each cached row once
+// (loaded and, for bf16, widened once, then used R times). Per head the arithmetic is that of
+// one head alone: the same FMAs in the same order, so the result is bit-identical.
+
+// How a score kernel reads and multiplies, D below: fp32 queries against fp32 keys or bf16 keys
+// widened, 16 values per step (FMA); or bf16 queries against bf16 keys (a bf16 model's q is bf16
+// after RoPE's rounding), 32 per step through VDPBF16PS: per lane two exact products added in
+// turn in fp32, as Intel's SDM specifies, and half the loads and multiply-adds of widening.
+template <class T>
+struct WidenedScores {
+  using Q = float;
+  using K = T;
+  static constexpr int64_t kStep = 16;
+  template <class P>
+  CROSSLAB_BF16_TARGET static __m512 load(const P* p, int64_t valid) { return load16Any(p, valid); }
+  CROSSLAB_BF16_TARGET static __m512 madd(__m512 acc, __m512 q, __m512 k) { return _mm512_fmadd_ps(q, k, acc); }
+};
+struct Bf16PairScores {
+  using Q = uint16_t;
+  using K = uint16_t;
+  static constexpr int64_t kStep = 32;
+  CROSSLAB_BF16_TARGET static __m512bh load(const uint16_t* p, int64_t valid) { return load32(p, valid); }
+  CROSSLAB_BF16_TARGET static __m512 madd(__m512 acc, __m512bh q, __m512bh k) { return _mm512_dpbf16_ps(acc, q, k); }
+};
+
+// Four cached rows at a time, their four dot products reduced together, for R heads.
+template <class D, int R>
+CROSSLAB_BF16_TARGET inline void dotRowsBlock(const typename D::Q* q, const typename D::K* row, int64_t hd, float* s,
+                                              int64_t ss) {
+  __m512 a[R][4];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int i = 0; i < 4; ++i) a[r][i] = _mm512_setzero_ps();
+  for (int64_t d = 0; d < hd; d += D::kStep) {
+    const auto k0 = D::load(row + d, hd - d), k1 = D::load(row + hd + d, hd - d);
+    const auto k2 = D::load(row + 2 * hd + d, hd - d), k3 = D::load(row + 3 * hd + d, hd - d);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const auto qv = D::load(q + r * hd + d, hd - d);
+      a[r][0] = D::madd(a[r][0], qv, k0);
+      a[r][1] = D::madd(a[r][1], qv, k1);
+      a[r][2] = D::madd(a[r][2], qv, k2);
+      a[r][3] = D::madd(a[r][3], qv, k3);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) _mm_storeu_ps(s + r * ss, sum16x4(a[r][0], a[r][1], a[r][2], a[r][3]));
+}
+
+template <class D, int R>
+CROSSLAB_BF16_TARGET inline void dotRowsOne(const typename D::Q* q, const typename D::K* row, int64_t hd, float* s,
+                                            int64_t ss) {
+  __m512 a[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) a[r] = _mm512_setzero_ps();
+  for (int64_t d = 0; d < hd; d += D::kStep) {
+    const auto kv = D::load(row + d, hd - d);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) a[r] = D::madd(a[r], D::load(q + r * hd + d, hd - d), kv);
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) s[r * ss] = sum16(a[r]);
+}
+
+template <class D, int R>
+CROSSLAB_BF16_TARGET void dotRowsHeads(const typename D::Q* q, const typename D::K* k, int64_t len, int64_t hd, float* s,
+                                       int64_t ss) {
+  int64_t t = 0;
+  for (; t + 4 <= len; t += 4) dotRowsBlock<D, R>(q, k + t * hd, hd, s + t, ss);
+  for (; t < len; ++t) dotRowsOne<D, R>(q, k + t * hd, hd, s + t, ss);
+}
+
+template <class D>
+CROSSLAB_BF16_TARGET void dotRowsKernel(const typename D::Q* q, int64_t heads, const typename D::K* k, int64_t len,
+                                        int64_t hd, float* s, int64_t ss) {
+  int64_t h = 0;
+  for (; h + 4 <= heads; h += 4) dotRowsHeads<D, 4>(q + h * hd, k, len, hd, s + h * ss, ss);
+  if (heads - h >= 2) {
+    dotRowsHeads<D, 2>(q + h * hd, k, len, hd, s + h * ss, ss);
+    h += 2;
+  }
+  if (h < heads) dotRowsHeads<D, 1>(q + h * hd, k, len, hd, s + h * ss, ss);
+}
+
+// bf16 weights and values (a bf16 model's probabilities are bf16 after the softmax's rounding):
+// VDPBF16PS on pairs of cached rows, t and t + 1 interleaved per value (the two exact products
+// added in turn, t + 1 first, in fp32), 32 values of a head per two instructions. The
+// accumulators hold the values in the interleave's lane order (lane j of the low half: value
+// 8 (j / 4) + j % 4 of the 32 from d0; of the high half: 4 more), permuted from and back to
+// `out` once.
+template <int R>
+CROSSLAB_BF16_TARGET inline void weightedBf16Block(const uint16_t* p, int64_t ps, const uint16_t* v, int64_t len,
+                                                   int64_t hd, int64_t d0, float* out) {
+  alignas(64) int32_t toLo[16], toHi[16], back0[16], back1[16];
+  for (int j = 0; j < 16; ++j) {
+    toLo[j] = 8 * (j / 4) + j % 4;
+    toHi[j] = toLo[j] + 4;
+  }
+  for (int d = 0; d < 32; ++d) {  // value d: in the low half when d % 8 < 4, at lane 4 (d / 8) + d % 4
+    const int lane = 4 * (d / 8) + d % 4 + (d % 8 < 4 ? 0 : 16);
+    (d < 16 ? back0[d] : back1[d - 16]) = lane;
+  }
+  const __m512i iLo = _mm512_load_si512(toLo), iHi = _mm512_load_si512(toHi);
+  const __m512i iB0 = _mm512_load_si512(back0), iB1 = _mm512_load_si512(back1);
+  const int64_t valid = hd - d0;
+  __m512 lo[R], hi[R];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    const __m512 o0 = load16Any(out + r * hd + d0, valid), o1 = load16Any(out + r * hd + d0 + 16, valid - 16);
+    lo[r] = _mm512_permutex2var_ps(o0, iLo, o1);
+    hi[r] = _mm512_permutex2var_ps(o0, iHi, o1);
+  }
+  for (int64_t t = 0; t < len; t += 2) {
+    const __m512i a = (__m512i)load32(v + t * hd + d0, valid);
+    const __m512i b = t + 1 < len ? (__m512i)load32(v + (t + 1) * hd + d0, valid) : _mm512_setzero_si512();
+    const __m512bh il = (__m512bh)_mm512_unpacklo_epi16(a, b), ih = (__m512bh)_mm512_unpackhi_epi16(a, b);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const uint32_t pair = uint32_t(p[r * ps + t]) | (t + 1 < len ? uint32_t(p[r * ps + t + 1]) << 16 : 0u);
+      const __m512bh pp = (__m512bh)_mm512_set1_epi32(int32_t(pair));
+      lo[r] = _mm512_dpbf16_ps(lo[r], pp, il);
+      hi[r] = _mm512_dpbf16_ps(hi[r], pp, ih);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r) {
+    storeMasked(out + r * hd + d0, _mm512_permutex2var_ps(lo[r], iB0, hi[r]), valid);
+    storeMasked(out + r * hd + d0 + 16, _mm512_permutex2var_ps(lo[r], iB1, hi[r]), valid - 16);
+  }
+}
+
+template <int R>
+CROSSLAB_BF16_TARGET void weightedBf16Heads(const uint16_t* p, int64_t ps, const uint16_t* v, int64_t len, int64_t hd,
+                                            float* out) {
+  for (int64_t d0 = 0; d0 < hd; d0 += 32) weightedBf16Block<R>(p, ps, v, len, hd, d0, out);
+}
+
+CROSSLAB_BF16_TARGET void weightedBf16Kernel(const uint16_t* p, int64_t heads, int64_t ps, const uint16_t* v,
+                                             int64_t len, int64_t hd, float* out) {
+  int64_t h = 0;
+  for (; h + 4 <= heads; h += 4) weightedBf16Heads<4>(p + h * ps, ps, v, len, hd, out + h * hd);
+  if (heads - h >= 2) {
+    weightedBf16Heads<2>(p + h * ps, ps, v, len, hd, out + h * hd);
+    h += 2;
+  }
+  if (h < heads) weightedBf16Heads<1>(p + h * ps, ps, v, len, hd, out + h * hd);
+}
+
+template <class T, int R, int C>
+CROSSLAB_BF16_TARGET inline void weightedRowsBlock(const float* p, int64_t ps, const T* v, int64_t len, int64_t hd,
+                                                   int64_t d0, float* out) {
+  __m512 acc[R][C];
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) acc[r][c] = load16Any(out + r * hd + d0 + 16 * c, hd - d0 - 16 * c);
+  for (int64_t t = 0; t < len; ++t) {
+    __m512 vv[C];
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) vv[c] = load16Any(v + t * hd + d0 + 16 * c, hd - d0 - 16 * c);
+#pragma GCC unroll 4
+    for (int r = 0; r < R; ++r) {
+      const __m512 pb = _mm512_set1_ps(p[r * ps + t]);
+#pragma GCC unroll 4
+      for (int c = 0; c < C; ++c) acc[r][c] = _mm512_fmadd_ps(pb, vv[c], acc[r][c]);
+    }
+  }
+#pragma GCC unroll 4
+  for (int r = 0; r < R; ++r)
+#pragma GCC unroll 4
+    for (int c = 0; c < C; ++c) storeMasked(out + r * hd + d0 + 16 * c, acc[r][c], hd - d0 - 16 * c);
+}
+
+template <class T, int R>
+CROSSLAB_BF16_TARGET void weightedRowsHeads(const float* p, int64_t ps, const T* v, int64_t len, int64_t hd,
+                                            float* out) {
+  for (int64_t d0 = 0; d0 < hd; d0 += 64) {
+    switch (std::min<int64_t>(4, (hd - d0 + 15) / 16)) {
+      case 4: weightedRowsBlock<T, R, 4>(p, ps, v, len, hd, d0, out); break;
+      case 3: weightedRowsBlock<T, R, 3>(p, ps, v, len, hd, d0, out); break;
+      case 2: weightedRowsBlock<T, R, 2>(p, ps, v, len, hd, d0, out); break;
+      default: weightedRowsBlock<T, R, 1>(p, ps, v, len, hd, d0, out); break;
+    }
+  }
+}
+
+template <class T>
+CROSSLAB_BF16_TARGET void weightedRowsKernel(const float* p, int64_t heads, int64_t ps, const T* v, int64_t len,
+                                             int64_t hd, float* out) {
+  int64_t h = 0;
+  for (; h + 4 <= heads; h += 4) weightedRowsHeads<T, 4>(p + h * ps, ps, v, len, hd, out + h * hd);
+  if (heads - h >= 2) {
+    weightedRowsHeads<T, 2>(p + h * ps, ps, v, len, hd, out + h * hd);
+    h += 2;
+  }
+  if (h < heads) weightedRowsHeads<T, 1>(p + h * ps, ps, v, len, hd, out + h * hd);
+}
+
+template <class T>
+void dotRowsPortable(const float* q, int64_t heads, const T* k, int64_t len, int64_t hd, float* s, int64_t ss) {
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t t = 0; t < len; ++t) {
+      float acc = 0;
+      for (int64_t d = 0; d < hd; ++d) acc += q[h * hd + d] * toFloat(k[t * hd + d]);
+      s[h * ss + t] = acc;
+    }
+}
+
+template <class T>
+void weightedRowsPortable(const float* p, int64_t heads, int64_t ps, const T* v, int64_t len, int64_t hd, float* out) {
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t t = 0; t < len; ++t)
+      for (int64_t d = 0; d < hd; ++d) out[h * hd + d] += p[h * ps + t] * toFloat(v[t * hd + d]);
+}
+
+}  // namespace
+
+// The fp32 rows need only AVX-512F, but share the bf16 kernels' target: one check.
+void dotRows(const float* q, int64_t heads, const float* k, int64_t len, int64_t hd, float* s, int64_t ss) {
+  bf16KernelsAvailable() ? dotRowsKernel<WidenedScores<float>>(q, heads, k, len, hd, s, ss)
+                         : dotRowsPortable(q, heads, k, len, hd, s, ss);
+}
+void dotRows(const float* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss) {
+  bf16KernelsAvailable() ? dotRowsKernel<WidenedScores<uint16_t>>(q, heads, k, len, hd, s, ss)
+                         : dotRowsPortable(q, heads, k, len, hd, s, ss);
+}
+void dotRows(const uint16_t* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss) {
+  if (bf16KernelsAvailable()) return dotRowsKernel<Bf16PairScores>(q, heads, k, len, hd, s, ss);
+  std::vector<float> qf(size_t(heads * hd));  // exact: bf16 widened
+  for (size_t i = 0; i < qf.size(); ++i) qf[i] = toFloat(q[i]);
+  dotRowsPortable(qf.data(), heads, k, len, hd, s, ss);
+}
+void weightedRows(const uint16_t* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out) {
+  if (bf16KernelsAvailable()) return weightedBf16Kernel(p, heads, ps, v, len, hd, out);
+  std::vector<float> pf(size_t(heads * ps));  // exact: bf16 widened
+  for (size_t i = 0; i < pf.size(); ++i) pf[i] = toFloat(p[i]);
+  weightedRowsPortable(pf.data(), heads, ps, v, len, hd, out);
+}
+void weightedRows(const float* p, int64_t heads, int64_t ps, const float* v, int64_t len, int64_t hd, float* out) {
+  bf16KernelsAvailable() ? weightedRowsKernel(p, heads, ps, v, len, hd, out)
+                         : weightedRowsPortable(p, heads, ps, v, len, hd, out);
+}
+void weightedRows(const float* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out) {
+  bf16KernelsAvailable() ? weightedRowsKernel(p, heads, ps, v, len, hd, out)
+                         : weightedRowsPortable(p, heads, ps, v, len, hd, out);
+}
+
+}  // namespace crosslab::model
