@@ -46,7 +46,8 @@ double worstRelative(int64_t rows, int64_t k, int64_t n, unsigned seed) {
     else xd[i] = fromBf16(x[i] = toBf16(normal(rng)));
   }
   const int64_t ldy = rows + 3;  // Y's rows longer than W's row count: the stride is honoured
-  std::vector<float> y(size_t(n * ldy), NAN);
+  constexpr int64_t kGuard = 16;  // rows past the last X row: a store for a padding lane lands there
+  std::vector<float> y(size_t((n + kGuard) * ldy), NAN);
   // Packed into a reused buffer that holds NaNs from "an earlier product" (larger than needed):
   // every lane the kernels read must be written, padding included.
   std::vector<T> buffer(size_t((n + 64) * (k + 1)));
@@ -84,6 +85,8 @@ double worstRelative(int64_t rows, int64_t k, int64_t n, unsigned seed) {
   for (int64_t b = 0; b < n; ++b)  // nothing written past the rows
     for (int64_t r = rows; r < ldy; ++r)
       if (!std::isnan(y[size_t(b * ldy + r)])) return INFINITY;
+  for (int64_t i = n * ldy; i < int64_t(y.size()); ++i)  // nor past the last X row
+    if (!std::isnan(y[size_t(i)])) return INFINITY;
   return worst;
 }
 
