@@ -49,6 +49,19 @@ store::NewRun newRun(const std::string& name, std::optional<std::int64_t> total,
   return r;
 }
 
+// Sets an environment variable for its scope. Declare it before the panel: the panel's run
+// worker starts processes (QProcess: vfork semantics, the child's execve reads environ as
+// the parent's other threads change it), and a setenv/unsetenv beside such a start hands
+// execve a torn environ ("cannot run /bin/sh: execvp: Bad address"). Set before the panel's
+// thread exists, unset after it is joined.
+struct ScopedEnv {
+  QByteArray name;
+  ScopedEnv(const char* n, const QByteArray& value) : name(n) { qputenv(n, value); }
+  ~ScopedEnv() { qunsetenv(name.constData()); }
+  ScopedEnv(const ScopedEnv&) = delete;
+  ScopedEnv& operator=(const ScopedEnv&) = delete;
+};
+
 std::vector<store::MetricRow> rows(int from, int to) {
   std::vector<store::MetricRow> out;
   for (int s = from; s <= to; ++s) {
@@ -318,12 +331,11 @@ class TestTrainingPanel : public QObject {
     auto session = openLab();
     const QString model = tmp_.filePath("model-k"), data = tmp_.filePath("data-k.json");
     writeModelAndData(model, data);
+    const ScopedEnv cli("CROSSLAB_CLI", CROSSLAB_CLI);
     widgets::TrainingPanel panel(session.get());
     panel.controller()->setOptions(quick(60));
     QString error;
-    qputenv("CROSSLAB_CLI", CROSSLAB_CLI);
     const qint64 id = panel.startRun(localChoice(session.get(), "killed", model, data), &error);
-    qunsetenv("CROSSLAB_CLI");
     QVERIFY2(id, qPrintable(error));
     QCOMPARE(rowOf(session.get(), id).status, std::string("pending"));  // registered before the trainer runs
     const QString run = QDir(session->path()).filePath("runs/killed");
@@ -368,12 +380,11 @@ class TestTrainingPanel : public QObject {
     QFETCH(QString, script);
     QFETCH(QString, reason);
     auto session = openLab();
+    const ScopedEnv cli("CROSSLAB_CLI", standIn(QString("err-%1").arg(QTest::currentDataTag()), script).toUtf8());
     widgets::TrainingPanel panel(session.get());
     panel.controller()->setOptions(quick(60));
     QString error;
-    qputenv("CROSSLAB_CLI", standIn(QString("err-%1").arg(QTest::currentDataTag()), script).toUtf8());
     const qint64 id = panel.startRun(localChoice(session.get(), QString("err-%1").arg(QTest::currentDataTag()), "/m", "/d"), &error);
-    qunsetenv("CROSSLAB_CLI");
     QVERIFY2(id, qPrintable(error));
     QTRY_COMPARE_WITH_TIMEOUT(rowOf(session.get(), id).status, std::string("failed"), 20000);
     // The reason settles once the last lines are in (a traceback names its error last).
@@ -390,16 +401,15 @@ class TestTrainingPanel : public QObject {
   // reason names the last step and the last lines.
   void chattyRunWithoutStepsIsStalled() {
     auto session = openLab();
-    widgets::TrainingPanel panel(session.get());
-    panel.controller()->setOptions(quick(2));
-    QString error;
     const QString script =
         "for s in 1 2 3; do printf '{\"current_steps\": %s, \"total_steps\": 9, \"loss\": 0.5, \"event\": \"step\"}\\n' $s "
         ">> \"$5\"/events.jsonl; sleep 0.2; done; "
         "while true; do echo 'NCCL WARN waiting for the collective'; sleep 0.2; done";
-    qputenv("CROSSLAB_CLI", standIn("chatty", script).toUtf8());
+    const ScopedEnv cli("CROSSLAB_CLI", standIn("chatty", script).toUtf8());
+    widgets::TrainingPanel panel(session.get());
+    panel.controller()->setOptions(quick(2));
+    QString error;
     const qint64 id = panel.startRun(localChoice(session.get(), "chatty", "/m", "/d"), &error);
-    qunsetenv("CROSSLAB_CLI");
     QVERIFY2(id, qPrintable(error));
     QTRY_COMPARE_WITH_TIMEOUT(rowOf(session.get(), id).status, std::string("stalled"), 30000);
     const QString why = QString::fromStdString(rowOf(session.get(), id).statusReason);
@@ -431,12 +441,11 @@ class TestTrainingPanel : public QObject {
     writeModelAndData(model, data);
     qint64 id = 0;
     {
+      const ScopedEnv cli("CROSSLAB_CLI", CROSSLAB_CLI);  // unset once the panel (and its worker) is gone
       widgets::TrainingPanel panel(session.get());
       panel.controller()->setOptions(quick(60));
       QString error;
-      qputenv("CROSSLAB_CLI", CROSSLAB_CLI);
       id = panel.startRun(localChoice(session.get(), "outlives", model, data), &error);
-      qunsetenv("CROSSLAB_CLI");
       QVERIFY2(id, qPrintable(error));
       QTRY_VERIFY_WITH_TIMEOUT(rowOf(session.get(), id).lastStep.value_or(0) >= 1, 120000);
     }  // the window goes: the trainer does not
