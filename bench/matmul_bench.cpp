@@ -1,0 +1,136 @@
+// matmul_bench: the fused decode step's matrix-product kernels (core/model/cpu_matmul.h) alone,
+// on one thread, at the shapes decode batches hand them: Y = X Wᵀ for W [rows, k] and X of n
+// rows (n = 1 the gemv, 2..15 the reducing tiles, 16+ the packed kernels). The end-to-end
+// programs (batch_bench, serve + bench) swing 1.5-2x from run to run on a shared VM; a kernel
+// timed alone on data it owns is steadier, so a change to a kernel is measured here first.
+//
+//   matmul_bench [--shapes ROWS:K:N,...] [--dtypes bf16,f32] [--repeats R]
+//
+// One JSON line per (dtype, shape): the best of R timed runs (each long enough for ~2 GFLOP),
+// GFLOP/s, and an FNV-1a hash of Y's bits: two builds that print the same hashes computed the
+// same results. Defaults: the demo model's products at 16 and 32 rows (hidden 128, MLP 384,
+// vocabulary 964), the peers' `tiny` LM head (128256 x 64) at 8 and 32 rows, a 4096 x 128 block.
+#include <nlohmann/json.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdint>
+#include <cstring>
+#include <iostream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "core/model/cpu_matmul.h"
+
+using namespace crosslab::model;
+using Clock = std::chrono::steady_clock;
+
+namespace {
+
+struct Shape {
+  int64_t rows, k, n;
+};
+
+uint16_t toBf16(float f) {  // round to nearest even (finite inputs)
+  uint32_t u;
+  std::memcpy(&u, &f, 4);
+  return uint16_t((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
+}
+
+uint64_t fnv(const std::vector<float>& y) {
+  uint64_t h = 1469598103934665603ull;
+  for (float v : y) {
+    uint32_t u;
+    std::memcpy(&u, &v, 4);
+    for (int i = 0; i < 4; ++i) h = (h ^ ((u >> (8 * i)) & 0xFFu)) * 1099511628211ull;
+  }
+  return h;
+}
+
+template <class T>
+nlohmann::json measure(const Shape& s, int repeats) {
+  std::mt19937 rng(unsigned(s.rows * 31 + s.k * 7 + s.n));
+  std::normal_distribution<float> normal;
+  std::vector<T> w(size_t(s.rows * s.k)), x(size_t(s.n * s.k));
+  for (auto* v : {&w, &x})
+    for (auto& e : *v) {
+      if constexpr (std::is_same_v<T, float>) e = normal(rng);
+      else e = toBf16(normal(rng));
+    }
+  std::vector<float> y(size_t(s.rows * s.n));
+  std::vector<T> buffer;
+  const MatmulRows<T> rows(x.data(), s.n, s.k, buffer);
+  const double flops = 2.0 * double(s.rows) * double(s.k) * double(s.n);
+  const int64_t iters = std::max<int64_t>(3, int64_t(2e9 / flops));
+  matmulRows(w.data(), s.rows, rows, y.data(), s.rows);  // warm: pages touched, caches filled
+  double best = 1e30;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = Clock::now();
+    for (int64_t i = 0; i < iters; ++i) matmulRows(w.data(), s.rows, rows, y.data(), s.rows);
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count() / double(iters));
+  }
+  std::ostringstream hash;
+  hash << std::hex << fnv(y);
+  return {{"dtype", std::is_same_v<T, float> ? "f32" : "bf16"},
+          {"rows", s.rows},
+          {"k", s.k},
+          {"n", s.n},
+          {"kernel", s.n == 1 ? "gemv" : s.n < 16 ? "tiles" : "packed"},
+          {"us", best * 1e6},
+          {"gflop_s", flops / best / 1e9},
+          {"y_hash", hash.str()}};
+}
+
+std::vector<std::string> split(const std::string& s, char sep) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string part; std::getline(in, part, sep);)
+    if (!part.empty()) out.push_back(part);
+  return out;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::vector<Shape> shapes = {{384, 128, 16}, {384, 128, 32}, {128, 384, 32}, {128, 128, 32}, {964, 128, 32},
+                               {4096, 128, 32}, {128256, 64, 8}, {128256, 64, 32}};
+  std::vector<std::string> dtypes = {"bf16", "f32"};
+  int repeats = 5;
+  try {
+    for (int i = 1; i < argc; ++i) {
+      const std::string a = argv[i];
+      if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
+      const std::string v = argv[++i];
+      if (a == "--shapes") {
+        shapes.clear();
+        for (const std::string& s : split(v, ',')) {
+          const auto p = split(s, ':');
+          if (p.size() != 3) throw std::invalid_argument("a shape is ROWS:K:N, not '" + s + "'");
+          const Shape sh{std::stoll(p[0]), std::stoll(p[1]), std::stoll(p[2])};
+          if (sh.rows < 1 || sh.k < 1 || sh.n < 1) throw std::invalid_argument("shape sizes must be >= 1: '" + s + "'");
+          shapes.push_back(sh);
+        }
+      } else if (a == "--dtypes") {
+        dtypes = split(v, ',');
+        for (const auto& d : dtypes)
+          if (d != "bf16" && d != "f32") throw std::invalid_argument("--dtypes takes bf16 and/or f32, not '" + d + "'");
+      } else if (a == "--repeats") {
+        repeats = std::stoi(v);
+        if (repeats < 1) throw std::invalid_argument("--repeats must be >= 1");
+      } else {
+        throw std::invalid_argument("unknown option " + a);
+      }
+    }
+    std::cout << nlohmann::json{{"f32_kernels", f32KernelsAvailable()}, {"bf16_kernels", bf16KernelsAvailable()}}.dump()
+              << std::endl;
+    for (const Shape& s : shapes)
+      for (const auto& d : dtypes)
+        std::cout << (d == "bf16" ? measure<uint16_t>(s, repeats) : measure<float>(s, repeats)).dump() << std::endl;
+  } catch (const std::exception& e) {
+    std::cerr << "matmul_bench: " << e.what() << "\n";
+    return 2;
+  }
+  return 0;
+}
