@@ -13,13 +13,16 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <charconv>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
 #include <iostream>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 #include "core/model/cpu_matmul.h"
@@ -63,7 +66,8 @@ nlohmann::json measure(const Shape& s, int repeats) {
   std::vector<T> buffer;
   const MatmulRows<T> rows(x.data(), s.n, s.k, buffer);
   const double flops = 2.0 * double(s.rows) * double(s.k) * double(s.n);
-  const int64_t iters = std::max<int64_t>(3, int64_t(2e9 / flops));
+  // ~2 GFLOP per timed run, between 3 and 100 000 calls
+  const int64_t iters = std::clamp<int64_t>(int64_t(2e9 / flops), 3, 100000);
   matmulRows(w.data(), s.rows, rows, y.data(), s.rows);  // warm: pages touched, caches filled
   double best = 1e30;
   for (int r = 0; r < repeats; ++r) {
@@ -71,16 +75,27 @@ nlohmann::json measure(const Shape& s, int repeats) {
     for (int64_t i = 0; i < iters; ++i) matmulRows(w.data(), s.rows, rows, y.data(), s.rows);
     best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count() / double(iters));
   }
+  const bool vectorKernels = std::is_same_v<T, float> ? f32KernelsAvailable() : bf16KernelsAvailable();
   std::ostringstream hash;
   hash << std::hex << fnv(y);
   return {{"dtype", std::is_same_v<T, float> ? "f32" : "bf16"},
           {"rows", s.rows},
           {"k", s.k},
           {"n", s.n},
-          {"kernel", s.n == 1 ? "gemv" : s.n < 16 ? "tiles" : "packed"},
+          {"kernel", !vectorKernels ? "portable" : s.n == 1 ? "gemv" : s.n < 16 ? "tiles" : "packed"},
           {"us", best * 1e6},
           {"gflop_s", flops / best / 1e9},
           {"y_hash", hash.str()}};
+}
+
+// A whole string as a number in [lo, hi], else a message naming the option.
+int64_t number(const std::string& text, const std::string& what, int64_t lo, int64_t hi) {
+  int64_t v = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), v);
+  if (ec != std::errc() || end != text.data() + text.size() || v < lo || v > hi)
+    throw std::invalid_argument(what + " must be a whole number from " + std::to_string(lo) + " to " +
+                                std::to_string(hi) + ", not '" + text + "'");
+  return v;
 }
 
 std::vector<std::string> split(const std::string& s, char sep) {
@@ -98,9 +113,14 @@ int main(int argc, char** argv) {
                                {4096, 128, 32}, {128256, 64, 8}, {128256, 64, 32}};
   std::vector<std::string> dtypes = {"bf16", "f32"};
   int repeats = 5;
+  constexpr int64_t kMaxElements = int64_t(1) << 28;  // per matrix: 1 GiB of f32
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
+      if (a == "--help" || a == "-h") {
+        std::cout << "matmul_bench [--shapes ROWS:K:N,...] [--dtypes bf16,f32] [--repeats R]\n";
+        return 0;
+      }
       if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
       const std::string v = argv[++i];
       if (a == "--shapes") {
@@ -108,17 +128,20 @@ int main(int argc, char** argv) {
         for (const std::string& s : split(v, ',')) {
           const auto p = split(s, ':');
           if (p.size() != 3) throw std::invalid_argument("a shape is ROWS:K:N, not '" + s + "'");
-          const Shape sh{std::stoll(p[0]), std::stoll(p[1]), std::stoll(p[2])};
-          if (sh.rows < 1 || sh.k < 1 || sh.n < 1) throw std::invalid_argument("shape sizes must be >= 1: '" + s + "'");
+          const Shape sh{number(p[0], "ROWS", 1, kMaxElements), number(p[1], "K", 1, kMaxElements),
+                         number(p[2], "N", 1, 4096)};
+          if (sh.rows * sh.k > kMaxElements || sh.n * sh.k > kMaxElements || sh.rows * sh.n > kMaxElements)
+            throw std::invalid_argument("shape '" + s + "' is too large (2^28 elements per matrix at most)");
           shapes.push_back(sh);
         }
+        if (shapes.empty()) throw std::invalid_argument("--shapes names no shape");
       } else if (a == "--dtypes") {
         dtypes = split(v, ',');
+        if (dtypes.empty()) throw std::invalid_argument("--dtypes names no dtype");
         for (const auto& d : dtypes)
           if (d != "bf16" && d != "f32") throw std::invalid_argument("--dtypes takes bf16 and/or f32, not '" + d + "'");
       } else if (a == "--repeats") {
-        repeats = std::stoi(v);
-        if (repeats < 1) throw std::invalid_argument("--repeats must be >= 1");
+        repeats = int(number(v, "--repeats", 1, 1000));
       } else {
         throw std::invalid_argument("unknown option " + a);
       }

@@ -41,8 +41,8 @@ CROSSLAB_F32_TARGET inline void storeColumn(__m512 acc, float* y, int64_t ldy, i
 
 // Four W rows' accumulators (16 X rows each: lane b holds X row b) transposed four lanes at a
 // time, so that each X row b < valid gets its four values, W rows r … r+3, in one 16-byte store
-// at y[b * ldy]: 8 shuffles and 16 stores instead of storeColumn's 64 scalar ones (at the demo
-// model's k = 128 and tiny's k = 64 those cost a third of a packed tile's time or more).
+// at y[b * ldy]: 8 shuffles, 12 lane extracts and 16 stores instead of storeColumn's 64 scalar
+// ones (a harness, one thread, bf16 384 x 128 at 32 rows: 131-134 -> 203-205 GFLOP/s).
 template <int L>
 CROSSLAB_F32_TARGET inline void storeLane(__m512 u, float* y, int64_t ldy, int64_t b, int64_t valid) {
   if (b < valid) _mm_storeu_ps(y + b * ldy, _mm512_extractf32x4_ps(u, L));
@@ -183,7 +183,8 @@ CROSSLAB_BF16_TARGET void bf16Tiles(const uint16_t* w, int64_t rows, int64_t k, 
 // The packed tiles read their NW W rows a few values per step, too slowly for the hardware
 // prefetcher to run ahead of a W that is not in cache (an LM head's 16 MB): each tile requests,
 // one line per step of k, the lines of the tile kAheadTiles further on (prefetches past W's end
-// are harmless: they never fault). 128256 x 64, 32 rows, one thread: 76-83 -> 94 GFLOP/s.
+// are harmless: they never fault). 128256 x 64, 32 rows, one thread (bench/matmul_bench): bf16
+// 74-75 -> 99-105 GFLOP/s with the transposed stores above.
 constexpr int64_t kAheadTiles = 2;
 // Addresses as integers (no pointer past an array's end is formed), made a pointer only for
 // the prefetch instruction itself.
@@ -191,8 +192,8 @@ template <class T>
 inline uintptr_t aheadOf(const T* w, int64_t elements) {
   return reinterpret_cast<uintptr_t>(w) + uintptr_t(elements) * sizeof(T);
 }
-// The lines a tile of `elements` W values spans, one more for a tile not aligned to a line
-// (a tile has at least as many steps of k as that: NW <= 16 rows of 2 or 4 bytes per value).
+// The lines a tile of `elements` W values spans, one more for a tile not aligned to a line. A
+// tile requests one per step of k while it has steps: all of them but, at NW = 16, that last one.
 template <class T>
 inline int64_t aheadLinesOf(int64_t elements) {
   return (elements * int64_t(sizeof(T)) + 63) / 64 + 1;
