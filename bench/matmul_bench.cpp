@@ -23,8 +23,10 @@
 #include <stdexcept>
 #include <string>
 #include <type_traits>
+#include <utility>
 #include <vector>
 
+#include "core/model/cpu_elementwise.h"
 #include "core/model/cpu_matmul.h"
 
 using namespace crosslab::model;
@@ -35,12 +37,6 @@ namespace {
 struct Shape {
   int64_t rows, k, n;
 };
-
-uint16_t toBf16(float f) {  // round to nearest even (finite inputs)
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  return uint16_t((u + 0x7FFFu + ((u >> 16) & 1u)) >> 16);
-}
 
 uint64_t fnv(const std::vector<float>& y) {
   uint64_t h = 1469598103934665603ull;
@@ -57,11 +53,12 @@ nlohmann::json measure(const Shape& s, int repeats) {
   std::mt19937 rng(unsigned(s.rows * 31 + s.k * 7 + s.n));
   std::normal_distribution<float> normal;
   std::vector<T> w(size_t(s.rows * s.k)), x(size_t(s.n * s.k));
-  for (auto* v : {&w, &x})
-    for (auto& e : *v) {
-      if constexpr (std::is_same_v<T, float>) e = normal(rng);
-      else e = toBf16(normal(rng));
-    }
+  for (auto* v : {&w, &x}) {
+    std::vector<float> values(v->size());
+    for (float& e : values) e = normal(rng);
+    if constexpr (std::is_same_v<T, float>) *v = std::move(values);
+    else toBf16Bits(values.data(), v->data(), int64_t(values.size()));  // the engine's own rounding
+  }
   std::vector<float> y(size_t(s.rows * s.n));
   std::vector<T> buffer;
   const MatmulRows<T> rows(x.data(), s.n, s.k, buffer);
