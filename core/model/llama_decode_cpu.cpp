@@ -173,26 +173,13 @@ class StepCrewScope {
 // Y [n, out] = X [n, k] Wᵀ in fp32 (row stride ldy), W [out, k] in the storage type. W's rows
 // are split across the thread pool only in chunks worth a wake (matmulGrain): small products
 // stay on the calling thread. Each chunk streams its rows once for all n rows.
-// roundBf16Out: Y rounded to bf16 as well, a block of W rows at a time while the block's results
-// are still in cache (an LM head's Y is 16 MB at 32 rows: rounded after the product, it was
-// written, read and written again from memory).
 template <class M>
-void matmulInto(const at::Tensor& w, const PreparedX<M>& x, float* yp, int64_t ldy, bool roundBf16Out = false) {
+void matmulInto(const at::Tensor& w, const PreparedX<M>& x, float* yp, int64_t ldy) {
   using Bits = typename M::Bits;
   const MatmulRows<Bits>& rows = *x.rows;
   const int64_t out = w.size(0), k = w.size(1), n = rows.n;
   const auto* wp = reinterpret_cast<const Bits*>(w.data_ptr<typename M::Storage>());
-  parallelFor(0, out, matmulGrain(k, n), [&](int64_t b, int64_t e) {
-    if (!roundBf16Out) return matmulRows(wp + b * k, e - b, rows, yp + b, ldy);
-    // ~32 KB of Y per block, in L1 or L2 when rounded (a row's bits do not depend on where W's
-    // rows are cut; the batched-decode test's B = 20 step cuts its 512-row LM head in two)
-    const int64_t block = std::max<int64_t>(64, (int64_t(8192) / std::max<int64_t>(1, n)) / 64 * 64);
-    for (int64_t r = b; r < e; r += block) {
-      const int64_t re = std::min(e, r + block);
-      matmulRows(wp + r * k, re - r, rows, yp + r, ldy);
-      for (int64_t i = 0; i < n; ++i) roundBf16(yp + i * ldy + r, re - r);
-    }
-  });
+  parallelFor(0, out, matmulGrain(k, n), [&](int64_t b, int64_t e) { matmulRows(wp + b * k, e - b, rows, yp + b, ldy); });
 }
 
 // Into Rows y, resized to [n, out].
@@ -440,7 +427,8 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
   if (logits) {  // these rows' logits as logits() computes them: X Wᵀ in fp32, rounded once to the dtype
     s.in.prepare(h);
     float* y = logits + r0 * c.vocabSize;
-    matmulInto<M>(weights_.lmHead, s.in, y, c.vocabSize, M::kBf16);
+    matmulInto<M>(weights_.lmHead, s.in, y, c.vocabSize);
+    if (M::kBf16) roundBf16(y, n * c.vocabSize);
     clock.charge(&DecodeTimes::lmHead);
     return;
   }
