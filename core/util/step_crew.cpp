@@ -1,6 +1,7 @@
 #include "core/util/step_crew.h"
 
 #include <chrono>
+#include <stdexcept>
 
 namespace crosslab::util {
 
@@ -71,52 +72,69 @@ StepCrew::~StepCrew() {
   for (std::thread& t : threads_) t.join();
 }
 
-// The last group to end wakes the caller if it went to sleep (awaitReady's handshake).
-void StepCrew::finishOne() {
+// Takes the next group of run `run`: none once the groups are all taken or a newer run began
+// (a worker woken late for a run that has ended).
+int StepCrew::claim(uint64_t run) {
+  uint64_t c = claim_.load();
+  for (;;) {
+    const uint64_t next = c & 0xffff, groups = (c >> 16) & 0xffff;
+    if ((c >> 32) != (run & 0xffffffff) || next >= groups) return -1;
+    if (claim_.compare_exchange_weak(c, c + 1)) return int(next);
+  }
+}
+
+// Runs one group of the current run; the last group to end wakes the caller if it went to
+// sleep (awaitReady's handshake). A group taken under the current run keeps it from ending,
+// so job_ stays valid for it.
+void StepCrew::runGroup(int group) {
+  try {
+    InJob in;
+    (*job_)(group);
+  } catch (...) {
+    std::lock_guard<std::mutex> lk(mu_);
+    if (!error_) error_ = std::current_exception();
+  }
   if (pending_.fetch_sub(1) == 1 && callerAsleep_.load() > 0) {
     std::lock_guard<std::mutex> lk(mu_);
     done_.notify_all();
   }
 }
 
-void StepCrew::run(int groups, const std::function<void(int)>& job) {
+void StepCrew::run(int groups, const std::function<void(int)>& job, int threads) {
   if (groups <= 1) {
     InJob in;
     job(0);
     return;
   }
+  if (groups > 0xffff) throw std::invalid_argument("StepCrew::run: too many groups");
+  const int helpers = (threads <= 0 ? groups : std::min(groups, threads)) - 1;
   std::lock_guard<std::mutex> turn(runMu_);
   {
     std::lock_guard<std::mutex> lk(mu_);
     error_ = nullptr;
     // slots_[i] belongs to threads_[i]: a slot is kept only once its thread started (if
     // starting one throws, the crew stays as it was and the error reaches the caller)
-    while (int(threads_.size()) < groups - 1) {
+    while (int(threads_.size()) < helpers) {
       auto slot = std::make_unique<Slot>();
       slot->ticket.store(run_);
       slots_.reserve(threads_.size() + 1);
-      threads_.emplace_back(&StepCrew::work, this, slot.get(), int(threads_.size()) + 1, run_);
+      threads_.emplace_back(&StepCrew::work, this, slot.get(), run_);
       slots_.push_back(std::move(slot));
     }
   }
   job_ = &job;
   ++run_;
   pending_.store(groups);
-  for (int g = 1; g < groups; ++g) slots_[size_t(g - 1)]->ticket.store(run_);
+  claim_.store((run_ & 0xffffffff) << 32 | uint64_t(groups) << 16 | 1);  // group 0 is the caller's
+  for (int w = 0; w < helpers; ++w) slots_[size_t(w)]->ticket.store(run_);
   // a worker asleep is woken (awaitReady's handshake)
   if (sleepers_.load() > 0) {
     std::lock_guard<std::mutex> lk(mu_);
     wake_.notify_all();
   }
-  try {
-    InJob in;
-    job(0);
-  } catch (...) {
-    std::lock_guard<std::mutex> lk(mu_);
-    if (!error_) error_ = std::current_exception();
-  }
-  pending_.fetch_sub(1);
-  // The other groups are running: poll for their end (pause hints only), then sleep until the
+  runGroup(0);
+  for (int g; (g = claim(run_)) >= 0;) runGroup(g);
+  // The groups left are running: poll for their end (pause hints only), then sleep until the
   // last one wakes us.
   const std::chrono::microseconds spin(spinMicros_);
   awaitReady([&] { return pending_.load() == 0; }, spin, spin, mu_, done_, callerAsleep_);
@@ -130,22 +148,16 @@ void StepCrew::run(int groups, const std::function<void(int)>& job) {
   if (error) std::rethrow_exception(error);
 }
 
-// A worker runs its group of each run that hands it a ticket. Between runs it polls its ticket:
-// with the pause hint for the first quarter of spinMicros_, then yielding the core, then asleep.
-void StepCrew::work(Slot* slot, int group, uint64_t seen) {
+// A worker takes groups of each run that hands it a ticket until none is left. Between runs
+// it polls its ticket: with the pause hint for the first quarter of spinMicros_, then
+// yielding the core, then asleep.
+void StepCrew::work(Slot* slot, uint64_t seen) {
   const std::chrono::microseconds spin(spinMicros_);
   for (;;) {
     awaitReady([&] { return slot->ticket.load() != seen || stopping_.load(); }, spin, spin / 4, mu_, wake_, sleepers_);
     if (stopping_.load()) return;
     seen = slot->ticket.load();
-    try {
-      InJob in;
-      (*job_)(group);
-    } catch (...) {
-      std::lock_guard<std::mutex> lk(mu_);
-      if (!error_) error_ = std::current_exception();
-    }
-    finishOne();
+    for (int g; (g = claim(seen)) >= 0;) runGroup(g);
   }
 }
 

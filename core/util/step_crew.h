@@ -1,7 +1,7 @@
 #pragma once
 // StepCrew: a few threads that run one short job split into groups (the fused decode step's
 // row groups, or a one-group step's large products split by rows, core/model/
-// llama_decode_cpu.cpp), with the caller running group 0 itself.
+// llama_decode_cpu.cpp), with the caller running group 0 itself and any group no worker took.
 //
 // Why not the OpenMP pool: a server runs libgomp with OMP_WAIT_POLICY=PASSIVE
 // (core/util/openmp_waits.h), so its idle workers sleep at once, and on a VM waking a sleeping
@@ -33,12 +33,15 @@ class StepCrew {
   StepCrew(const StepCrew&) = delete;
   StepCrew& operator=(const StepCrew&) = delete;
 
-  // Runs job(g) for g = 0 … groups-1, group 0 on the calling thread and the others on the
-  // crew's workers (started on first need); returns when every group is done. The first
-  // exception a group threw is rethrown here, after all groups ended. One run at a time:
-  // concurrent callers take turns (so a group must not start a run of several groups on its
-  // own crew: it would wait for itself).
-  void run(int groups, const std::function<void(int)>& job);
+  // Runs job(g) for g = 0 … groups-1 on up to `threads` threads (0: one per group): group 0 on
+  // the calling thread, the others taken one at a time by whichever thread is free first —
+  // the crew's workers (started on first need) and the caller once its group is done. So a
+  // worker that is slow to wake or loses its core to another process holds up only a group it
+  // already took, never one it has not begun: the caller runs those itself. Returns when every
+  // group is done. The first exception a group threw is rethrown here, after all groups ended.
+  // One run at a time: concurrent callers take turns (so a group must not start a run of
+  // several groups on its own crew: it would wait for itself).
+  void run(int groups, const std::function<void(int)>& job, int threads = 0);
 
   // True on a thread while it runs a group of some crew's job.
   static bool inJob();
@@ -48,8 +51,9 @@ class StepCrew {
   struct alignas(64) Slot {
     std::atomic<uint64_t> ticket{0};  // the run number this worker was last handed
   };
-  void work(Slot* slot, int group, uint64_t seen);
-  void finishOne();
+  void work(Slot* slot, uint64_t seen);
+  int claim(uint64_t run);  // the next group of run `run` not yet taken, or -1
+  void runGroup(int group);
 
   const int spinMicros_;
   std::mutex runMu_;  // one run at a time
@@ -59,6 +63,9 @@ class StepCrew {
   std::vector<std::unique_ptr<Slot>> slots_;  // one per worker: worker i runs group i + 1
   uint64_t run_ = 0;                          // runs so far (the caller's, under runMu_)
   std::atomic<int> pending_{0};               // groups of the current run not finished
+  // The groups handed out: (run & 0xffffffff) << 32 | groups << 16 | next group; a thread
+  // takes a group by advancing `next` while the run is the one it was woken for.
+  std::atomic<uint64_t> claim_{0};
   std::atomic<int> sleepers_{0};              // workers asleep on wake_ (or about to be)
   std::atomic<int> callerAsleep_{0};         // the caller asleep on done_ (or about to be)
   std::atomic<bool> stopping_{false};
