@@ -4,8 +4,11 @@
 // programs (batch_bench, serve + bench) swing 1.5-2x from run to run on a shared VM; a kernel
 // timed alone on data it owns is steadier, so a change to a kernel is measured here first.
 //
-//   matmul_bench [--shapes ROWS:K:N,...] [--dtypes bf16,f32] [--repeats R]
+//   matmul_bench [--shapes ROWS:K:N,...] [--dtypes bf16,f32] [--repeats R] [--round none|after|on-store]
 //
+// --round: a bf16 model's products are rounded to bf16: `after` times the product followed by
+// a roundBf16 pass over Y (what the engine did until 2026-12-03), `on-store` the product with
+// roundOut (the values rounded as they are stored); the two print the same y_hash.
 // One JSON line per (dtype, shape): the best of R timed runs (each long enough for ~2 GFLOP),
 // GFLOP/s, and an FNV-1a hash of Y's bits: two builds that print the same hashes computed the
 // same results. Defaults: the demo model's products at 16 and 32 rows (hidden 128, MLP 384,
@@ -49,7 +52,7 @@ uint64_t fnv(const std::vector<float>& y) {
 }
 
 template <class T>
-nlohmann::json measure(const Shape& s, int repeats) {
+nlohmann::json measure(const Shape& s, int repeats, const std::string& round) {
   std::mt19937 rng(unsigned(s.rows * 31 + s.k * 7 + s.n));
   std::normal_distribution<float> normal;
   std::vector<T> w(size_t(s.rows * s.k)), x(size_t(s.n * s.k));
@@ -65,11 +68,15 @@ nlohmann::json measure(const Shape& s, int repeats) {
   const double flops = 2.0 * double(s.rows) * double(s.k) * double(s.n);
   // ~2 GFLOP per timed run, between 3 and 100 000 calls
   const int64_t iters = std::clamp<int64_t>(int64_t(2e9 / flops), 3, 100000);
-  matmulRows(w.data(), s.rows, rows, y.data(), s.rows);  // warm: pages touched, caches filled
+  const auto product = [&] {
+    matmulRows(w.data(), s.rows, rows, y.data(), s.rows, round == "on-store");
+    if (round == "after") roundBf16(y.data(), int64_t(y.size()));
+  };
+  product();  // warm: pages touched, caches filled
   double best = 1e30;
   for (int r = 0; r < repeats; ++r) {
     const auto t0 = Clock::now();
-    for (int64_t i = 0; i < iters; ++i) matmulRows(w.data(), s.rows, rows, y.data(), s.rows);
+    for (int64_t i = 0; i < iters; ++i) product();
     best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count() / double(iters));
   }
   const bool vectorKernels = std::is_same_v<T, float> ? f32KernelsAvailable() : bf16KernelsAvailable();
@@ -80,6 +87,7 @@ nlohmann::json measure(const Shape& s, int repeats) {
           {"k", s.k},
           {"n", s.n},
           {"kernel", !vectorKernels ? "portable" : s.n == 1 ? "gemv" : s.n < 16 ? "tiles" : "packed"},
+          {"round", round},
           {"us", best * 1e6},
           {"gflop_s", flops / best / 1e9},
           {"y_hash", hash.str()}};
@@ -110,12 +118,13 @@ int main(int argc, char** argv) {
                                {4096, 128, 32}, {128256, 64, 8}, {128256, 64, 32}};
   std::vector<std::string> dtypes = {"bf16", "f32"};
   int repeats = 5;
+  std::string round = "none";
   constexpr int64_t kMaxElements = int64_t(1) << 28;  // per matrix: 1 GiB of f32
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       if (a == "--help" || a == "-h") {
-        std::cout << "matmul_bench [--shapes ROWS:K:N,...] [--dtypes bf16,f32] [--repeats R]\n";
+        std::cout << "matmul_bench [--shapes ROWS:K:N,...] [--dtypes bf16,f32] [--repeats R] [--round none|after|on-store]\n";
         return 0;
       }
       if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
@@ -137,6 +146,10 @@ int main(int argc, char** argv) {
         if (dtypes.empty()) throw std::invalid_argument("--dtypes names no dtype");
         for (const auto& d : dtypes)
           if (d != "bf16" && d != "f32") throw std::invalid_argument("--dtypes takes bf16 and/or f32, not '" + d + "'");
+      } else if (a == "--round") {
+        if (v != "none" && v != "after" && v != "on-store")
+          throw std::invalid_argument("--round takes none, after or on-store, not '" + v + "'");
+        round = v;
       } else if (a == "--repeats") {
         repeats = int(number(v, "--repeats", 1, 1000));
       } else {
@@ -147,7 +160,7 @@ int main(int argc, char** argv) {
               << std::endl;
     for (const Shape& s : shapes)
       for (const auto& d : dtypes)
-        std::cout << (d == "bf16" ? measure<uint16_t>(s, repeats) : measure<float>(s, repeats)).dump() << std::endl;
+        std::cout << (d == "bf16" ? measure<uint16_t>(s, repeats, round) : measure<float>(s, repeats, round)).dump() << std::endl;
   } catch (const std::exception& e) {
     std::cerr << "matmul_bench: " << e.what() << "\n";
     return 2;

@@ -14,6 +14,7 @@ namespace crosslab::model {
 namespace {
 
 using simd::laneMask;
+using simd::roundBf16x16;
 using simd::sum16;
 
 // e^x, 16 lanes: x = n ln2 + r, |r| <= ln2/2, e^r by Cephes' expf polynomial (about 1 ulp),
@@ -65,17 +66,6 @@ CROSSLAB_F32_TARGET float expShiftedKernel(float* s, int64_t len, float shift) {
 
 // out[r][d] += sum_t p[r][t] V_t[d] for R heads and C vectors of d from d0: each V vector is
 // loaded once per t and used by the R heads (R x C <= 16 accumulators).
-// c10::BFloat16's round to nearest even, 16 lanes, back in fp32: bits + 0x7FFF + (bit 16),
-// upper half kept; NaN becomes 0x7FC0 (a quiet NaN), as c10 writes it.
-CROSSLAB_F32_TARGET inline __m512 roundBf16x16(__m512 x) {
-  const __m512i u = _mm512_castps_si512(x);
-  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
-  const __m512i r = _mm512_and_si512(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))),
-                                     _mm512_set1_epi32(int32_t(0xFFFF0000u)));
-  const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
-  return _mm512_castsi512_ps(_mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7FC00000)));
-}
-
 template <bool B>
 CROSSLAB_F32_TARGET inline __m512 maybeRound(__m512 x) {
   if constexpr (B) return roundBf16x16(x);

@@ -1,5 +1,6 @@
 #include "core/model/cpu_matmul.h"
 
+#include "core/model/cpu_elementwise.h"
 #include "core/model/cpu_simd.h"
 
 #include <algorithm>
@@ -18,8 +19,10 @@ constexpr int64_t kPackFrom = 16;
 int64_t pad16(int64_t m) { return (m + 15) / 16 * 16; }
 int64_t pairs(int64_t k) { return (k + 1) / 2; }
 
+using simd::laneMask;
 using simd::load16Any;
 using simd::load32;
+using simd::roundBf16x16;
 using simd::storeMasked;
 using simd::sum16;
 using simd::sum16x4;
@@ -90,14 +93,32 @@ CROSSLAB_F32_TARGET inline void storeTile(const __m512 (&acc)[NW][NV], float* y,
 // staging block that stays in L1 and copied out row by row. `block(r0, nr, stage, kStage)`
 // computes W rows r0 … r0+nr-1 for the m X rows into stage[b * kStage + r].
 constexpr int64_t kStage = 64;
+// With `round`, every value is rounded to bf16 on its way out of the staging block (a narrow Y:
+// in place once the block is done), so no second pass reads Y again.
+CROSSLAB_F32_TARGET inline void copyRounded(float* dst, const float* src, int64_t n) {
+  for (int64_t i = 0; i < n; i += 16) {
+    const __mmask16 m = laneMask(n - i);
+    _mm512_mask_storeu_ps(dst + i, m, roundBf16x16(_mm512_maskz_loadu_ps(m, src + i)));
+  }
+}
 template <class Block>
-inline void stagedColumns(int64_t rows, int64_t m, float* y, int64_t ldy, const Block& block) {
-  if (ldy < 4096) return block(0, rows, y, ldy);  // a narrow Y: its columns are near one another
+inline void stagedColumns(int64_t rows, int64_t m, float* y, int64_t ldy, bool round, const Block& block) {
+  if (ldy < 4096) {  // a narrow Y: its columns are near one another
+    block(0, rows, y, ldy);
+    if (round)
+      for (int64_t b = 0; b < m; ++b) copyRounded(y + b * ldy, y + b * ldy, rows);
+    return;
+  }
   alignas(64) float stage[kStage * kChunk];
   for (int64_t r0 = 0; r0 < rows; r0 += kStage) {
     const int64_t nr = std::min(kStage, rows - r0);
     block(r0, nr, stage, kStage);
-    for (int64_t b = 0; b < m; ++b) std::memcpy(y + b * ldy + r0, stage + b * kStage, sizeof(float) * size_t(nr));
+    for (int64_t b = 0; b < m; ++b) {
+      if (round)
+        copyRounded(y + b * ldy + r0, stage + b * kStage, nr);
+      else
+        std::memcpy(y + b * ldy + r0, stage + b * kStage, sizeof(float) * size_t(nr));
+    }
   }
 }
 
@@ -251,12 +272,12 @@ CROSSLAB_BF16_TARGET void bf16PackedRows(const uint16_t* w, int64_t rows, int64_
 }
 
 CROSSLAB_BF16_TARGET void bf16Packed(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y,
-                                     int64_t ldy) {
+                                     int64_t ldy, bool round) {
   const int64_t k = x.k;
   for (int64_t base = 0; base < x.n; base += kChunk) {
     const int64_t m = std::min(kChunk, x.n - base);
     const uint16_t* xp = x.packed + (base / kChunk) * pairs(k) * kChunk * 2;
-    stagedColumns(rows, m, y + base * ldy, ldy, [&](int64_t r0, int64_t nr, float* st, int64_t lds) {
+    stagedColumns(rows, m, y + base * ldy, ldy, round, [&](int64_t r0, int64_t nr, float* st, int64_t lds) {
       switch (pad16(m) / 16) {
         case 1: bf16PackedRows<16, 1>(w + r0 * k, nr, k, xp, m, st, lds); break;
         case 2: bf16PackedRows<8, 2>(w + r0 * k, nr, k, xp, m, st, lds); break;
@@ -384,7 +405,7 @@ CROSSLAB_F32_TARGET void f32Packed(const float* w, int64_t rows, const MatmulRow
   for (int64_t base = 0; base < x.n; base += kChunk) {
     const int64_t m = std::min(kChunk, x.n - base);
     const float* xp = x.packed + (base / kChunk) * k * kChunk;
-    stagedColumns(rows, m, y + base * ldy, ldy, [&](int64_t r0, int64_t nr, float* st, int64_t lds) {
+    stagedColumns(rows, m, y + base * ldy, ldy, false, [&](int64_t r0, int64_t nr, float* st, int64_t lds) {
       switch (pad16(m) / 16) {
         case 1: f32PackedRows<16, 1>(w + r0 * k, nr, k, xp, m, st, lds); break;
         case 2: f32PackedRows<8, 2>(w + r0 * k, nr, k, xp, m, st, lds); break;
@@ -522,18 +543,41 @@ MatmulRows<T>::MatmulRows(const T* xs, int64_t rows, int64_t kk, std::vector<T>&
 template struct MatmulRows<float>;
 template struct MatmulRows<uint16_t>;
 
-void matmulRows(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy) {
+namespace {
+
+// The product, then its values rounded in place (the tiles and the gemv write Y directly;
+// rounding 256-row blocks as they were done measured slower than one pass after, at 8 rows).
+template <class T, class Product>
+void productThenRound(const T* w, int64_t rows, const MatmulRows<T>& x, float* y, int64_t ldy, const Product& product) {
+  product(w, rows, x, y, ldy);
+  for (int64_t b = 0; b < x.n; ++b) roundBf16(y + b * ldy, rows);
+}
+
+void f32Rows(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy) {
   if (!f32KernelsAvailable()) return portable(w, rows, x, y, ldy);
   if (x.n == 1) return f32Gemv(w, rows, x.k, x.x, y);
   if (x.n < kPackFrom) return f32Tiles(w, rows, x.k, x.x, x.n, y, ldy);
   f32Packed(w, rows, x, y, ldy);
 }
 
-void matmulRows(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy) {
+void bf16Rows(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy) {
   if (!bf16KernelsAvailable()) return portable(w, rows, x, y, ldy);
   if (x.n == 1) return bf16Gemv(w, rows, x.k, x.x, y);
   if (x.n < kPackFrom) return bf16Tiles(w, rows, x.k, x.x, x.n, y, ldy);
-  bf16Packed(w, rows, x, y, ldy);
+  bf16Packed(w, rows, x, y, ldy, false);
+}
+
+}  // namespace
+
+void matmulRows(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy, bool roundOut) {
+  if (roundOut) return productThenRound(w, rows, x, y, ldy, f32Rows);
+  f32Rows(w, rows, x, y, ldy);
+}
+
+void matmulRows(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy, bool roundOut) {
+  if (roundOut && bf16KernelsAvailable() && x.n >= kPackFrom) return bf16Packed(w, rows, x, y, ldy, true);
+  if (roundOut) return productThenRound(w, rows, x, y, ldy, bf16Rows);
+  bf16Rows(w, rows, x, y, ldy);
 }
 
 template <class T>

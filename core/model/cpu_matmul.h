@@ -54,9 +54,12 @@ struct MatmulRows {
 int64_t matmulGrain(int64_t k, int64_t n);
 
 // Y[b * ldy + r] = W_r · X_b for r in [0, rows) and b in [0, x.n); w points at the first of
-// the rows (a thread's share of the matrix), y at that row's column.
-void matmulRows(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy);
-void matmulRows(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy);
+// the rows (a thread's share of the matrix), y at that row's column. With roundOut each value
+// is stored rounded to bf16 (the bits roundBf16 gives afterwards) while it is still in cache:
+// a bf16 model's LM head does not read its 0.5 MB logit rows a second time to round them.
+void matmulRows(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy, bool roundOut = false);
+void matmulRows(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy,
+                bool roundOut = false);
 
 // Y[b * ldy + j] = sum_i X[b * k + i] * Wt[i * out + j] for b in [0, n), j in [0, out): W given
 // transposed (Wt [k, out]), for a small k such as a LoRA expand's rank. Vector FMAs run along

@@ -36,6 +36,17 @@ CROSSLAB_F32_TARGET inline __mmask16 laneMask(int64_t left) {
   return left >= 16 ? __mmask16(0xFFFF) : __mmask16((1u << left) - 1);
 }
 
+// c10::BFloat16's round to nearest even, 16 lanes, back in fp32: bits + 0x7FFF + (bit 16),
+// upper half kept; NaN becomes 0x7FC0 (a quiet NaN), as c10 writes it.
+CROSSLAB_F32_TARGET inline __m512 roundBf16x16(__m512 x) {
+  const __m512i u = _mm512_castps_si512(x);
+  const __m512i lsb = _mm512_and_si512(_mm512_srli_epi32(u, 16), _mm512_set1_epi32(1));
+  const __m512i r = _mm512_and_si512(_mm512_add_epi32(u, _mm512_add_epi32(lsb, _mm512_set1_epi32(0x7FFF))),
+                                     _mm512_set1_epi32(int32_t(0xFFFF0000u)));
+  const __mmask16 nan = _mm512_cmp_ps_mask(x, x, _CMP_UNORD_Q);
+  return _mm512_castsi512_ps(_mm512_mask_mov_epi32(r, nan, _mm512_set1_epi32(0x7FC00000)));
+}
+
 inline float bf16ToFloat(uint16_t bits) {
   const uint32_t u = uint32_t(bits) << 16;
   float f;

@@ -174,31 +174,30 @@ class StepCrewScope {
 // are split across the thread pool only in chunks worth a wake (matmulGrain): small products
 // stay on the calling thread. Each chunk streams its rows once for all n rows.
 template <class M>
-void matmulInto(const at::Tensor& w, const PreparedX<M>& x, float* yp, int64_t ldy) {
+void matmulInto(const at::Tensor& w, const PreparedX<M>& x, float* yp, int64_t ldy, bool roundOut = false) {
   using Bits = typename M::Bits;
   const MatmulRows<Bits>& rows = *x.rows;
   const int64_t out = w.size(0), k = w.size(1), n = rows.n;
   const auto* wp = reinterpret_cast<const Bits*>(w.data_ptr<typename M::Storage>());
-  parallelFor(0, out, matmulGrain(k, n), [&](int64_t b, int64_t e) { matmulRows(wp + b * k, e - b, rows, yp + b, ldy); });
+  parallelFor(0, out, matmulGrain(k, n), [&](int64_t b, int64_t e) { matmulRows(wp + b * k, e - b, rows, yp + b, ldy, roundOut); });
 }
 
 // Into Rows y, resized to [n, out].
 template <class M>
-void matmul(const at::Tensor& w, const PreparedX<M>& x, Rows& y) {
+void matmul(const at::Tensor& w, const PreparedX<M>& x, Rows& y, bool roundOut = false) {
   y.resize(x.rows->n, w.size(0));
-  matmulInto<M>(w, x, y.v.data(), w.size(0));
+  matmulInto<M>(w, x, y.v.data(), w.size(0), roundOut);
 }
 
 // project(): X Wᵀ (+ b in fp32), rounded once to the dtype.
 template <class M>
 void project(const at::Tensor& w, const at::Tensor& bias, const PreparedX<M>& x, Rows& y) {
+  if (!bias.defined()) return matmul<M>(w, x, y, M::kBf16);  // rounded as stored
   matmul<M>(w, x, y);
-  if (bias.defined()) {
-    const at::Tensor bf = bias.to(at::kFloat).contiguous();
-    const float* bp = bf.data_ptr<float>();
-    for (int64_t b = 0; b < y.n; ++b)
-      for (int64_t i = 0; i < y.width; ++i) y.row(b)[i] += bp[i];
-  }
+  const at::Tensor bf = bias.to(at::kFloat).contiguous();
+  const float* bp = bf.data_ptr<float>();
+  for (int64_t b = 0; b < y.n; ++b)
+    for (int64_t i = 0; i < y.width; ++i) y.row(b)[i] += bp[i];
   if (M::kBf16) roundBf16(y.v.data(), int64_t(y.v.size()));
 }
 
@@ -427,8 +426,7 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
   if (logits) {  // these rows' logits as logits() computes them: X Wᵀ in fp32, rounded once to the dtype
     s.in.prepare(h);
     float* y = logits + r0 * c.vocabSize;
-    matmulInto<M>(weights_.lmHead, s.in, y, c.vocabSize);
-    if (M::kBf16) roundBf16(y, n * c.vocabSize);
+    matmulInto<M>(weights_.lmHead, s.in, y, c.vocabSize, M::kBf16);  // rounded as stored
     clock.charge(&DecodeTimes::lmHead);
     return;
   }

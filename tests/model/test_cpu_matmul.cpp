@@ -136,6 +136,43 @@ class TestCpuMatmul : public QObject {
     QVERIFY2(bf16 < 1e-6, qPrintable(QString::number(bf16)));  // bf16 inputs, fp32 accumulation
   }
 
+  // roundOut stores what roundBf16 makes of the plain product afterwards, bit for bit, on every
+  // path (one row, tiles, packed with a narrow and a staged wide Y (W rows past a 64-row block),
+  // a W split in two calls), and writes nothing outside Y's rows and columns.
+  void roundedOnStoreIsRoundedAfterwards() {
+    const auto check = [](auto tag, int64_t rows, int64_t k, int64_t n, int64_t ldy) {
+      using T = decltype(tag);
+      std::mt19937 rng(unsigned(rows + k * 3 + n * 7));
+      std::normal_distribution<float> normal;
+      std::vector<T> w(size_t(rows * k)), x(size_t(n * k));
+      for (auto& v : w) v = std::is_same_v<T, float> ? T(normal(rng)) : T(toBf16(normal(rng)));
+      for (auto& v : x) v = std::is_same_v<T, float> ? T(normal(rng)) : T(toBf16(normal(rng)));
+      x[0] = std::is_same_v<T, float> ? T(NAN) : T(0x7FC0);  // a NaN input: row 0 all NaN, kept NaN
+      const MatmulRows<T> xr(x.data(), n, k);
+      std::vector<float> plain(size_t((n + 1) * ldy), -7.f), rounded(plain.size(), -7.f);
+      matmulRows(w.data(), rows, xr, plain.data(), ldy);
+      for (int64_t b = 0; b < n; ++b) roundBf16(plain.data() + b * ldy, rows);
+      const int64_t split = rows / 3;
+      matmulRows(w.data(), split, xr, rounded.data(), ldy, true);
+      matmulRows(w.data() + split * k, rows - split, xr, rounded.data() + split, ldy, true);
+      for (size_t i = 0; i < plain.size(); ++i)
+        if (std::memcmp(&plain[i], &rounded[i], sizeof(float)) != 0)
+          return QString("%1 rows=%2 k=%3 n=%4 ldy=%5: value %6: %7 vs %8")
+              .arg(std::is_same_v<T, float> ? "f32" : "bf16").arg(rows).arg(k).arg(n).arg(ldy).arg(i)
+              .arg(double(rounded[i])).arg(double(plain[i]));
+      return QString();
+    };
+    int checked = 0;
+    for (int64_t n : {1, 3, 8, 15, 16, 17, 33, 64, 70})
+      for (auto [rows, k] : {std::pair<int64_t, int64_t>{37, 128}, {9, 5}, {300, 64}, {600, 33}})
+        for (int64_t ldy : {rows, rows + 3, int64_t(4133)}) {
+          for (const QString& bad : {check(float{}, rows, k, n, ldy), check(uint16_t{}, rows, k, n, ldy)})
+            QVERIFY2(bad.isEmpty(), qPrintable(bad));
+          checked += 2;
+        }
+    QCOMPARE(checked, 9 * 4 * 3 * 2);
+  }
+
   // The LoRA expand through bᵀ: every output of every row equals the exact sum, for ranks and
   // widths that are not multiples of the vector (tails) and wider than one 64-column block;
   // each row of several computes what it does alone.
