@@ -96,7 +96,8 @@ struct BatchScheduler::Impl {
   void decodeStep();
   DecodePath choosePath(const at::Tensor& ids, const model::KvCache& view);
   void acceptRows(std::vector<std::unique_ptr<Sequence>>& seqs, const std::vector<size_t>& which, const at::Tensor& logits);
-  bool accept(Sequence& s, float* logits, size_t vocab);  // true = the sequence is done
+  int32_t sample(Sequence& s, float* logits, size_t vocab);  // safe on any thread, one call per sequence at a time
+  bool accept(Sequence& s, int32_t id);                     // true = the sequence is done
   void finish(std::unique_ptr<Sequence> s, const std::string& reason);
   void setDelta(const std::vector<int>& rowAdapters);
   model::KvCache& rows(int64_t start, int64_t count);
@@ -181,15 +182,17 @@ void BatchScheduler::Impl::publishCounts() {  // under mu
   stats.decodePaths = local.decodePaths;
 }
 
-bool BatchScheduler::Impl::accept(Sequence& s, float* logits, size_t vocab) {
+// The next token of `s` from its row of logits (stop ids masked until min_tokens).
+int32_t BatchScheduler::Impl::sample(Sequence& s, float* logits, size_t vocab) {
   const int generated = int(s.result.ids.size());
   if (generated < s.req.minTokens)  // min_tokens: stop ids cannot win yet
     for (int32_t id : s.stops)
       if (id >= 0 && size_t(id) < vocab) logits[id] = -std::numeric_limits<float>::infinity();
-  const auto t0 = Clock::now();
-  const int32_t id = s.sampler->sample(logits, vocab);
+  return s.sampler->sample(logits, vocab);
+}
+
+bool BatchScheduler::Impl::accept(Sequence& s, int32_t id) {
   const auto t1 = Clock::now();
-  local.sampleS += std::chrono::duration<double>(t1 - t0).count();
   if (std::find(s.stops.begin(), s.stops.end(), id) != s.stops.end()) {
     if (std::find(s.req.stopIds.begin(), s.req.stopIds.end(), id) != s.req.stopIds.end()) s.result.stopReason = std::to_string(id);
     s.result.finishReason = "stop";
@@ -293,6 +296,18 @@ void BatchScheduler::Impl::acceptRows(std::vector<std::unique_ptr<Sequence>>& se
                                       const at::Tensor& logits) {
   const size_t vocab = size_t(logits.size(-1));
   float* base = logits.data_ptr<float>();
+  // Each sequence samples with its own sampler: the rows are sampled in parallel (a 128K
+  // vocabulary's rows are half a megabyte each), then accepted in order on this thread.
+  std::vector<int32_t> ids(which.size(), -1);
+  const auto t0 = Clock::now();
+  model.parallelRows(int64_t(which.size()), int64_t(vocab), [&](int64_t b, int64_t e) {
+    for (int64_t j = b; j < e; ++j) {
+      Sequence& s = *seqs[which[size_t(j)]];
+      if (s.req.maxTokens == 0 && s.result.ids.empty()) continue;
+      ids[size_t(j)] = sample(s, base + size_t(j) * vocab, vocab);
+    }
+  });
+  local.sampleS += secondsSince(t0);
   for (size_t j = 0; j < which.size(); ++j) {
     Sequence& s = *seqs[which[j]];
     if (s.req.maxTokens == 0 && s.result.ids.empty()) {
@@ -300,7 +315,7 @@ void BatchScheduler::Impl::acceptRows(std::vector<std::unique_ptr<Sequence>>& se
       s.done = true;
       continue;
     }
-    s.done = accept(s, base + j * vocab, vocab);
+    s.done = accept(s, ids[j]);
   }
 }
 

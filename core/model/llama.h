@@ -9,6 +9,7 @@
 #include <ATen/core/Tensor.h>
 
 #include <filesystem>
+#include <functional>
 #include <memory>
 #include <utility>
 #include <vector>
@@ -124,6 +125,10 @@ class LlamaModel {
   // same crew (not OpenMP's pool, whose workers a server keeps asleep).
   void setDecodeSplit(int groups) { decodeSplit_ = groups; }
   int decodeSplit() const { return decodeSplit_; }
+  // Runs f(begin, end) over rows [0, n) of `values` each, split over the step crew's threads
+  // when a chunk would hold enough work (64K values), else on the calling thread: per-row work
+  // between steps, such as sampling a batch's logits.
+  void parallelRows(int64_t n, int64_t values, const std::function<void(int64_t, int64_t)>& f) const;
   // True when hidden(ids, cache) would take the fused step.
   bool fusedDecodeApplies(const at::Tensor& ids, const KvCache* cache) const { return canDecodeStepCpu(ids, cache); }
   // Adds each fused step's phase times, and forward()'s LM head time on any path, to *times

@@ -151,6 +151,9 @@ void parallelFor(int64_t begin, int64_t end, int64_t grain, const F& f) {
   });
 }
 
+// Values per chunk below which per-row work between steps (sampling) stays on one thread.
+constexpr int64_t kRowsWorkGrain = 1 << 16;
+
 // Sets tlStepCrew for one step and restores the previous one however the step ends.
 class StepCrewScope {
  public:
@@ -169,6 +172,15 @@ class StepCrewScope {
   util::StepCrew* const crew_;
   DecodeTimes* const times_;
 };
+
+}  // namespace
+
+void LlamaModel::parallelRows(int64_t n, int64_t values, const std::function<void(int64_t, int64_t)>& f) const {
+  StepCrewScope scope(util::StepCrew::inJob() ? nullptr : crew_.get(), nullptr);
+  parallelFor(0, n, std::max<int64_t>(1, kRowsWorkGrain / std::max<int64_t>(1, values)), f);
+}
+
+namespace {
 
 // Y [n, out] = X [n, k] Wᵀ in fp32 (row stride ldy), W [out, k] in the storage type. W's rows
 // are split across the thread pool only in chunks worth a wake (matmulGrain): small products

@@ -18,6 +18,7 @@
 
 #include "core/infer/batch_scheduler.h"
 #include "core/infer/local_engine.h"
+#include "tests/model/tiny_llama.h"
 #include "tests/serve/serve_fixture.h"
 #include "tests/support/cli_runner.h"
 
@@ -297,6 +298,58 @@ class TestBatchScheduler : public QObject {
     QVERIFY(c.wait());
     QCOMPARE(c.result(0).ids, c.result(1).ids);
     QVERIFY(c.result(0).ids != c.result(2).ids);
+  }
+
+  // A 70 000-token vocabulary: a batch's rows are sampled in parallel over the step crew (two
+  // threads; each row is 280 KB of logits), then accepted in order. Greedy rows give what one
+  // sequence alone gives; seeded sampling rows (one with min_tokens masking its stop id) give
+  // what the same request gives alone, where its one row is sampled on the calling thread.
+  void aLargeVocabularyIsSampledInParallel() {
+    QTemporaryDir big;
+    QVERIFY(big.isValid());
+    const std::string dir = big.path().toStdString();
+    testing::TinyLlamaSpec spec;
+    spec.hidden = 32;
+    spec.intermediate = 48;
+    spec.layers = 1;
+    spec.heads = 2;
+    spec.kvHeads = 1;
+    spec.vocab = 70000;
+    testing::writeTinyLlama(dir, spec);
+    infer::SchedulerOptions so;
+    so.maxBatch = 4;
+    so.maxModelLen = 64;
+    so.threads = 2;
+    const auto sampled = [](int salt, uint64_t seed) {
+      infer::ServeRequest r = greedy(promptOf(4, salt), 12);
+      r.sampling.temperature = 1.0;
+      r.sampling.seed = seed;
+      return r;
+    };
+    std::vector<infer::ServeRequest> requests = {greedy(promptOf(5, 1), 12), sampled(2, 7), greedy(promptOf(3, 3), 12),
+                                                 sampled(4, 8)};
+    requests[3].stopIds = {69999};  // masked (-inf) in its row for all 12 tokens
+    requests[3].minTokens = 12;
+    auto engine = infer::BatchScheduler::open(dir, so);
+    std::vector<infer::ServeResult> alone;
+    for (size_t i = 0; i < requests.size(); ++i) {  // each request alone: one row, sampled on this thread
+      Collector one;
+      engine->submit(one.wrap(requests[i], 0));
+      QVERIFY(one.wait());
+      alone.push_back(one.result(0));
+      QCOMPARE(alone.back().ids.size(), size_t(12));
+    }
+    Collector c;
+    engine->holdForTesting(true);
+    for (size_t i = 0; i < requests.size(); ++i) engine->submit(c.wrap(requests[i], i));
+    engine->holdForTesting(false);
+    QVERIFY(c.wait());
+    QCOMPARE(engine->stats().maxBatchSeen, 4);
+    for (size_t i = 0; i < requests.size(); ++i) QVERIFY2(c.result(i).ids == alone[i].ids, qPrintable(QString("request %1").arg(i)));
+    QCOMPARE(c.result(0).ids, singleSequence(dir, requests[0].prompt, 12));
+    QCOMPARE(c.result(2).ids, singleSequence(dir, requests[2].prompt, 12));
+    QVERIFY(c.result(1).ids != c.result(3).ids);
+    QCOMPARE(c.result(3).finishReason, std::string("length"));
   }
 
   void stopStringsIdsAndMinTokens() {
