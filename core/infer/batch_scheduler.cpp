@@ -298,19 +298,19 @@ void BatchScheduler::Impl::acceptRows(std::vector<std::unique_ptr<Sequence>>& se
   float* base = logits.data_ptr<float>();
   // Each sequence samples with its own sampler: the rows are sampled in parallel (a 128K
   // vocabulary's rows are half a megabyte each), then accepted in order on this thread.
+  const auto nothingToSample = [](const Sequence& s) { return s.req.maxTokens == 0 && s.result.ids.empty(); };
   std::vector<int32_t> ids(which.size(), -1);
   const auto t0 = Clock::now();
   model.parallelRows(int64_t(which.size()), int64_t(vocab), [&](int64_t b, int64_t e) {
     for (int64_t j = b; j < e; ++j) {
       Sequence& s = *seqs[which[size_t(j)]];
-      if (s.req.maxTokens == 0 && s.result.ids.empty()) continue;
-      ids[size_t(j)] = sample(s, base + size_t(j) * vocab, vocab);
+      if (!nothingToSample(s)) ids[size_t(j)] = sample(s, base + size_t(j) * vocab, vocab);
     }
   });
   local.sampleS += secondsSince(t0);
   for (size_t j = 0; j < which.size(); ++j) {
     Sequence& s = *seqs[which[j]];
-    if (s.req.maxTokens == 0 && s.result.ids.empty()) {
+    if (nothingToSample(s)) {
       s.result.finishReason = "length";
       s.done = true;
       continue;

@@ -64,8 +64,6 @@ CROSSLAB_F32_TARGET float expShiftedKernel(float* s, int64_t len, float shift) {
   return sum16(sum);
 }
 
-// out[r][d] += sum_t p[r][t] V_t[d] for R heads and C vectors of d from d0: each V vector is
-// loaded once per t and used by the R heads (R x C <= 16 accumulators).
 template <bool B>
 CROSSLAB_F32_TARGET inline __m512 maybeRound(__m512 x) {
   if constexpr (B) return roundBf16x16(x);

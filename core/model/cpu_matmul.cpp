@@ -94,7 +94,7 @@ CROSSLAB_F32_TARGET inline void storeTile(const __m512 (&acc)[NW][NV], float* y,
 // computes W rows r0 … r0+nr-1 for the m X rows into stage[b * kStage + r].
 constexpr int64_t kStage = 64;
 // With `round`, every value is rounded to bf16 on its way out of the staging block (a narrow Y:
-// in place once the block is done), so no second pass reads Y again.
+// in place once the block is done, while in cache), so no second pass reads Y again.
 CROSSLAB_F32_TARGET inline void copyRounded(float* dst, const float* src, int64_t n) {
   for (int64_t i = 0; i < n; i += 16) {
     const __mmask16 m = laneMask(n - i);
@@ -106,7 +106,7 @@ inline void stagedColumns(int64_t rows, int64_t m, float* y, int64_t ldy, bool r
   if (ldy < 4096) {  // a narrow Y: its columns are near one another
     block(0, rows, y, ldy);
     if (round)
-      for (int64_t b = 0; b < m; ++b) copyRounded(y + b * ldy, y + b * ldy, rows);
+      for (int64_t b = 0; b < m; ++b) roundBf16(y + b * ldy, rows);
     return;
   }
   alignas(64) float stage[kStage * kChunk];

@@ -55,8 +55,9 @@ int64_t matmulGrain(int64_t k, int64_t n);
 
 // Y[b * ldy + r] = W_r · X_b for r in [0, rows) and b in [0, x.n); w points at the first of
 // the rows (a thread's share of the matrix), y at that row's column. With roundOut each value
-// is stored rounded to bf16 (the bits roundBf16 gives afterwards) while it is still in cache:
-// a bf16 model's LM head does not read its 0.5 MB logit rows a second time to round them.
+// ends rounded to bf16 (the bits roundBf16 gives afterwards): the packed bf16 kernels (16+
+// rows) round as they store, so a bf16 model's LM head does not read its 0.5 MB logit rows a
+// second time to round them; the other kernels round in a pass after their product.
 void matmulRows(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy, bool roundOut = false);
 void matmulRows(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy,
                 bool roundOut = false);

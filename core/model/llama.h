@@ -117,8 +117,8 @@ class LlamaModel {
   void setFastDecode(bool on) { fastDecode_ = on; }
   bool fastDecode() const { return fastDecode_; }
   // The fused step runs its B rows as up to `groups` groups at once (at most the thread
-  // count), each group through every layer on its own thread of the model's step crew
-  // (core/util/step_crew.h): no synchronisation inside the step, each weight streamed once per
+  // count), each group through every layer on one thread of the model's step crew
+  // (core/util/step_crew.h; a group no worker has taken yet is run by the caller): no synchronisation inside the step, each weight streamed once per
   // group. Wins where the weights stay in cache and one thread per step
   // leaves cores idle (small models, large batches); 1 = one group, the default. With one
   // group, products and attention large enough to be worth a second thread split over the

@@ -177,7 +177,8 @@ class StepCrewScope {
 
 void LlamaModel::parallelRows(int64_t n, int64_t values, const std::function<void(int64_t, int64_t)>& f) const {
   StepCrewScope scope(util::StepCrew::inJob() ? nullptr : crew_.get(), nullptr);
-  parallelFor(0, n, std::max<int64_t>(1, kRowsWorkGrain / std::max<int64_t>(1, values)), f);
+  const int64_t per = std::max<int64_t>(1, values);
+  parallelFor(0, n, (kRowsWorkGrain + per - 1) / per, f);  // chunks of 64K values or more
 }
 
 namespace {
@@ -464,7 +465,7 @@ at::Tensor LlamaModel::decodeStepCpu(const at::Tensor& ids, KvCache& cache, bool
     else
       decodeStepCpuImpl<Bf16Math>(tokens, cache, r0, r1, out, logits, times);
   };
-  // Rows split into groups, each through every layer on its own thread: no synchronisation
+  // Rows split into groups, each through every layer on one thread: no synchronisation
   // inside the step, each weight streamed once per group (the group holding row 0 is timed).
   // The groups run on the model's step crew, whose workers wait for the next step spinning
   // briefly instead of asleep as a server's OpenMP workers do (core/util/step_crew.h).

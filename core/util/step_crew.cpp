@@ -1,5 +1,6 @@
 #include "core/util/step_crew.h"
 
+#include <algorithm>
 #include <chrono>
 #include <stdexcept>
 

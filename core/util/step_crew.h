@@ -60,7 +60,7 @@ class StepCrew {
   mutable std::mutex mu_;  // sleeping and waking, the error, the thread list
   std::condition_variable wake_, done_;
   std::vector<std::thread> threads_;
-  std::vector<std::unique_ptr<Slot>> slots_;  // one per worker: worker i runs group i + 1
+  std::vector<std::unique_ptr<Slot>> slots_;  // one per worker: its ticket for the runs it helps with
   uint64_t run_ = 0;                          // runs so far (the caller's, under runMu_)
   std::atomic<int> pending_{0};               // groups of the current run not finished
   // The groups handed out: (run & 0xffffffff) << 32 | groups << 16 | next group; a thread

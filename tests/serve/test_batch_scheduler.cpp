@@ -11,6 +11,7 @@
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
@@ -328,9 +329,14 @@ class TestBatchScheduler : public QObject {
     };
     std::vector<infer::ServeRequest> requests = {greedy(promptOf(5, 1), 12), sampled(2, 7), greedy(promptOf(3, 3), 12),
                                                  sampled(4, 8)};
-    requests[3].stopIds = {69999};  // masked (-inf) in its row for all 12 tokens
-    requests[3].minTokens = 12;
     auto engine = infer::BatchScheduler::open(dir, so);
+    {  // a stop id this request draws when nothing masks it, masked (-inf) in its row for all 12 tokens
+      Collector free;
+      engine->submit(free.wrap(requests[3], 0));
+      QVERIFY(free.wait());
+      requests[3].stopIds = {free.result(0).ids.at(2)};
+      requests[3].minTokens = 12;
+    }
     std::vector<infer::ServeResult> alone;
     for (size_t i = 0; i < requests.size(); ++i) {  // each request alone: one row, sampled on this thread
       Collector one;
@@ -350,6 +356,7 @@ class TestBatchScheduler : public QObject {
     QCOMPARE(c.result(2).ids, singleSequence(dir, requests[2].prompt, 12));
     QVERIFY(c.result(1).ids != c.result(3).ids);
     QCOMPARE(c.result(3).finishReason, std::string("length"));
+    QCOMPARE(std::count(c.result(3).ids.begin(), c.result(3).ids.end(), requests[3].stopIds[0]), 0);
   }
 
   void stopStringsIdsAndMinTokens() {
