@@ -124,7 +124,8 @@ int main(int argc, char** argv) {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       if (a == "--help" || a == "-h") {
-        std::cout << "matmul_bench [--shapes ROWS:K:N,...] [--dtypes bf16,f32] [--repeats R] [--round none|after|on-store]\n";
+        std::cout << "matmul_bench [--shapes ROWS:K:N,...] [--dtypes bf16,f32] [--repeats R]"
+                     " [--round none|after|on-store]\n";
         return 0;
       }
       if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
@@ -160,7 +161,8 @@ int main(int argc, char** argv) {
               << std::endl;
     for (const Shape& s : shapes)
       for (const auto& d : dtypes)
-        std::cout << (d == "bf16" ? measure<uint16_t>(s, repeats, round) : measure<float>(s, repeats, round)).dump() << std::endl;
+        std::cout << (d == "bf16" ? measure<uint16_t>(s, repeats, round) : measure<float>(s, repeats, round)).dump()
+                  << std::endl;
   } catch (const std::exception& e) {
     std::cerr << "matmul_bench: " << e.what() << "\n";
     return 2;

@@ -118,11 +118,12 @@ class LlamaModel {
   bool fastDecode() const { return fastDecode_; }
   // The fused step runs its B rows as up to `groups` groups at once (at most the thread
   // count), each group through every layer on one thread of the model's step crew
-  // (core/util/step_crew.h; a group no worker has taken yet is run by the caller): no synchronisation inside the step, each weight streamed once per
-  // group. Wins where the weights stay in cache and one thread per step
-  // leaves cores idle (small models, large batches); 1 = one group, the default. With one
-  // group, products and attention large enough to be worth a second thread split over the
-  // same crew (not OpenMP's pool, whose workers a server keeps asleep).
+  // (core/util/step_crew.h; a group no worker has taken yet is run by the caller): no
+  // synchronisation inside the step, each weight streamed once per group. Wins where the
+  // weights stay in cache and one thread per step leaves cores idle (small models, large
+  // batches); 1 = one group, the default. With one group, products and attention large
+  // enough to be worth a second thread split over the same crew (not OpenMP's pool, whose
+  // workers a server keeps asleep).
   void setDecodeSplit(int groups) { decodeSplit_ = groups; }
   int decodeSplit() const { return decodeSplit_; }
   // Runs f(begin, end) over rows [0, n) of `values` each, split over the step crew's threads

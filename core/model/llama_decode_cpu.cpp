@@ -192,7 +192,8 @@ void matmulInto(const at::Tensor& w, const PreparedX<M>& x, float* yp, int64_t l
   const MatmulRows<Bits>& rows = *x.rows;
   const int64_t out = w.size(0), k = w.size(1), n = rows.n;
   const auto* wp = reinterpret_cast<const Bits*>(w.data_ptr<typename M::Storage>());
-  parallelFor(0, out, matmulGrain(k, n), [&](int64_t b, int64_t e) { matmulRows(wp + b * k, e - b, rows, yp + b, ldy, roundOut); });
+  parallelFor(0, out, matmulGrain(k, n),
+              [&](int64_t b, int64_t e) { matmulRows(wp + b * k, e - b, rows, yp + b, ldy, roundOut); });
 }
 
 // Into Rows y, resized to [n, out].

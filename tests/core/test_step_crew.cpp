@@ -1,6 +1,7 @@
 // StepCrew: every group of every run runs once (group 0 on the caller, the others on whichever
-// thread takes them first, the caller included), and run() returns only after all of them; workers that went to sleep between runs are woken; an exception in any
-// group reaches the caller after the others finished; inJob() marks the groups' threads.
+// thread takes them first, the caller included), and run() returns only after all of them;
+// workers that went to sleep between runs are woken; an exception in any group reaches the
+// caller after the others finished; inJob() marks the groups' threads.
 #include <QtTest>
 
 #include <atomic>
@@ -40,7 +41,8 @@ class TestStepCrew : public QObject {
       std::vector<std::atomic<int>> hits(9);
       crew.run(9, [&](int g) { hits[size_t(g)].fetch_add(1); }, 2);
       for (int g = 0; g < 9; ++g)
-        if (hits[size_t(g)].load() != 1) QFAIL(qPrintable(QString("run %1: group %2 ran %3 times").arg(run).arg(g).arg(hits[size_t(g)].load())));
+        if (hits[size_t(g)].load() != 1)
+          QFAIL(qPrintable(QString("run %1: group %2 ran %3 times").arg(run).arg(g).arg(hits[size_t(g)].load())));
     }
     QCOMPARE(crew.workers(), 1);
   }

@@ -351,7 +351,8 @@ class TestBatchScheduler : public QObject {
     engine->holdForTesting(false);
     QVERIFY(c.wait());
     QCOMPARE(engine->stats().maxBatchSeen, 4);
-    for (size_t i = 0; i < requests.size(); ++i) QVERIFY2(c.result(i).ids == alone[i].ids, qPrintable(QString("request %1").arg(i)));
+    for (size_t i = 0; i < requests.size(); ++i)
+      QVERIFY2(c.result(i).ids == alone[i].ids, qPrintable(QString("request %1").arg(i)));
     QCOMPARE(c.result(0).ids, singleSequence(dir, requests[0].prompt, 12));
     QCOMPARE(c.result(2).ids, singleSequence(dir, requests[2].prompt, 12));
     QVERIFY(c.result(1).ids != c.result(3).ids);
