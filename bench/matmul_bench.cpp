@@ -5,6 +5,13 @@
 // timed alone on data it owns is steadier, so a change to a kernel is measured here first.
 //
 //   matmul_bench [--shapes ROWS:K:N,...] [--dtypes bf16,f32] [--repeats R] [--round none|after|on-store]
+//                [--attention ROWS:LEN:HD:HEADS,...]
+//
+// --attention: the attention kernels instead (core/model/cpu_attention.h): for ROWS sequences
+// of LEN cached positions each, HEADS query heads sharing one kv head of HD values, the scores
+// (dot_us) and the weighted values (weighted_us), each the best of R runs, the GB/s of keys
+// (or values) they read, and hashes of both results. The demo model: 16:256:32:2 is one layer
+// and kv head of a 32-stream step's row group at half of a 512-token run.
 //
 // --round: a bf16 model's products are rounded to bf16: `after` times the product followed by
 // a roundBf16 pass over Y (what the engine did until 2026-12-03), `on-store` the product with
@@ -17,6 +24,7 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
 #include <chrono>
 #include <cstdint>
 #include <cstring>
@@ -29,6 +37,7 @@
 #include <utility>
 #include <vector>
 
+#include "core/model/cpu_attention.h"
 #include "core/model/cpu_elementwise.h"
 #include "core/model/cpu_matmul.h"
 
@@ -93,6 +102,73 @@ nlohmann::json measure(const Shape& s, int repeats, const std::string& round) {
           {"y_hash", hash.str()}};
 }
 
+// The fused step's attention kernels (core/model/cpu_attention.h) for one layer and kv head of
+// a decode step: `rows` sequences, each with `len` cached keys and values of its own (hd
+// values each, in memory one after another as in the KV cache), `heads` query heads reading
+// them. bf16: bf16 queries and probabilities (a bf16 model's), fp32: fp32 throughout.
+struct AttnShape {
+  int64_t rows, len, hd, heads;
+};
+
+template <class T>
+void randomValues(std::mt19937& rng, std::vector<T>& v, bool positive) {
+  std::normal_distribution<float> normal;
+  std::vector<float> values(v.size());
+  for (float& e : values) e = positive ? std::fabs(normal(rng)) : normal(rng);
+  if constexpr (std::is_same_v<T, float>) v = std::move(values);
+  else toBf16Bits(values.data(), v.data(), int64_t(values.size()));
+}
+
+template <class T>
+nlohmann::json measureAttention(const AttnShape& a, int repeats) {
+  std::mt19937 rng(unsigned(a.rows * 31 + a.len * 7 + a.hd * 3 + a.heads));
+  std::vector<T> k(size_t(a.rows * a.len * a.hd)), v(k.size()), q(size_t(a.rows * a.heads * a.hd)),
+      p(size_t(a.heads * a.len));
+  randomValues(rng, k, false);
+  randomValues(rng, v, false);
+  randomValues(rng, q, false);
+  randomValues(rng, p, true);
+  std::vector<float> s(size_t(a.rows * a.heads * a.len)), o(size_t(a.rows * a.heads * a.hd));
+  const auto dot = [&] {
+    for (int64_t r = 0; r < a.rows; ++r)
+      dotRows(q.data() + r * a.heads * a.hd, a.heads, k.data() + r * a.len * a.hd, a.len, a.hd,
+              s.data() + r * a.heads * a.len, a.len);
+  };
+  const auto weighted = [&] {
+    std::fill(o.begin(), o.end(), 0.0f);
+    for (int64_t r = 0; r < a.rows; ++r)
+      weightedRows(p.data(), a.heads, a.len, v.data() + r * a.len * a.hd, a.len, a.hd, o.data() + r * a.heads * a.hd);
+  };
+  const double bytes = double(a.rows * a.len * a.hd) * sizeof(T);  // K (or V) read once per pass
+  const int64_t iters = std::clamp<int64_t>(int64_t(2e8 / bytes), 3, 100000);  // ~200 MB per timed run
+  const auto best = [&](const auto& pass) {
+    pass();  // warm
+    double t = 1e30;
+    for (int r = 0; r < repeats; ++r) {
+      const auto t0 = Clock::now();
+      for (int64_t i = 0; i < iters; ++i) pass();
+      t = std::min(t, std::chrono::duration<double>(Clock::now() - t0).count() / double(iters));
+    }
+    return t;
+  };
+  const double tDot = best(dot), tWeighted = best(weighted);
+  std::ostringstream sh, oh;
+  sh << std::hex << fnv(s);
+  oh << std::hex << fnv(o);
+  return {{"kernel", "attention"},
+          {"dtype", std::is_same_v<T, float> ? "f32" : "bf16"},
+          {"rows", a.rows},
+          {"len", a.len},
+          {"hd", a.hd},
+          {"heads", a.heads},
+          {"dot_us", tDot * 1e6},
+          {"weighted_us", tWeighted * 1e6},
+          {"dot_gb_s", bytes / tDot / 1e9},
+          {"weighted_gb_s", bytes / tWeighted / 1e9},
+          {"s_hash", sh.str()},
+          {"o_hash", oh.str()}};
+}
+
 // A whole string as a number in [lo, hi], else a message naming the option.
 int64_t number(const std::string& text, const std::string& what, int64_t lo, int64_t hi) {
   int64_t v = 0;
@@ -119,13 +195,14 @@ int main(int argc, char** argv) {
   std::vector<std::string> dtypes = {"bf16", "f32"};
   int repeats = 5;
   std::string round = "none";
+  std::vector<AttnShape> attention;
   constexpr int64_t kMaxElements = int64_t(1) << 28;  // per matrix: 1 GiB of f32
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       if (a == "--help" || a == "-h") {
         std::cout << "matmul_bench [--shapes ROWS:K:N,...] [--dtypes bf16,f32] [--repeats R]"
-                     " [--round none|after|on-store]\n";
+                     " [--round none|after|on-store] [--attention ROWS:LEN:HD:HEADS,...]\n";
         return 0;
       }
       if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
@@ -142,6 +219,16 @@ int main(int argc, char** argv) {
           shapes.push_back(sh);
         }
         if (shapes.empty()) throw std::invalid_argument("--shapes names no shape");
+      } else if (a == "--attention") {
+        for (const std::string& t : split(v, ',')) {
+          const auto p = split(t, ':');
+          if (p.size() != 4) throw std::invalid_argument("an attention shape is ROWS:LEN:HD:HEADS, not '" + t + "'");
+          const AttnShape sh{number(p[0], "ROWS", 1, 4096), number(p[1], "LEN", 1, 1 << 20), number(p[2], "HD", 1, 1024),
+                             number(p[3], "HEADS", 1, 64)};
+          if (sh.rows * sh.len * sh.hd > kMaxElements) throw std::invalid_argument("attention shape '" + t + "' is too large");
+          attention.push_back(sh);
+        }
+        if (attention.empty()) throw std::invalid_argument("--attention names no shape");
       } else if (a == "--dtypes") {
         dtypes = split(v, ',');
         if (dtypes.empty()) throw std::invalid_argument("--dtypes names no dtype");
@@ -159,6 +246,11 @@ int main(int argc, char** argv) {
     }
     std::cout << nlohmann::json{{"f32_kernels", f32KernelsAvailable()}, {"bf16_kernels", bf16KernelsAvailable()}}.dump()
               << std::endl;
+    for (const AttnShape& s : attention)
+      for (const auto& d : dtypes)
+        std::cout << (d == "bf16" ? measureAttention<uint16_t>(s, repeats) : measureAttention<float>(s, repeats)).dump()
+                  << std::endl;
+    if (!attention.empty()) return 0;
     for (const Shape& s : shapes)
       for (const auto& d : dtypes)
         std::cout << (d == "bf16" ? measure<uint16_t>(s, repeats, round) : measure<float>(s, repeats, round)).dump()
