@@ -82,6 +82,7 @@ struct BatchScheduler::Impl {
   std::vector<std::unique_ptr<Sequence>> staged;   // staged[i] holds KV row maxBatch + i
   std::vector<std::unique_ptr<Sequence>> running;  // running[i] holds KV row i
   DecodePathChooser chooser;
+  int64_t layerWeightBytes = 0;  // the layers' weight matrices, read once per fused step
   uint64_t pathsRevision = 0;  // of chooser, when local.decodePaths was written
   model::DecodeTimes fusedTimes;
   SchedulerStats local;  // the thread's counters and times, published under mu
@@ -93,6 +94,7 @@ struct BatchScheduler::Impl {
   void applyCancels(const std::set<uint64_t>& ids);
   void admit();
   void prefillStep();
+  bool stepwisePrefill(int64_t rows, int64_t positions, const model::KvCache& view) const;
   void decodeStep();
   DecodePath choosePath(const at::Tensor& ids, const model::KvCache& view);
   void acceptRows(std::vector<std::unique_ptr<Sequence>>& seqs, const std::vector<size_t>& which, const at::Tensor& logits);
@@ -232,6 +234,17 @@ void BatchScheduler::Impl::admit() {
   }
 }
 
+// Whether a prefill chunk of `positions` per row runs as fused steps, one position at a time:
+// only where the fused step applies, for at most 8 positions, and while the weights those
+// steps stream (once per position) stay under 16 MB — the demo model's layers are 1.6 MB in
+// bf16, `small`'s 300 MB, whose prompts go through one forward as before.
+bool BatchScheduler::Impl::stepwisePrefill(int64_t rows, int64_t positions, const model::KvCache& view) const {
+  constexpr int64_t kMaxPositions = 8, kMaxStreamedBytes = int64_t(16) << 20;
+  if (opt.decodePath == "op-by-op" || positions > kMaxPositions || positions * layerWeightBytes > kMaxStreamedBytes)
+    return false;
+  return model.fusedDecodeApplies(at::zeros({rows, 1}, at::kLong), &view);
+}
+
 // One chunk of every staged prompt in one forward [B, T]: the step's budget of prefillChunk
 // tokens is shared (T = budget / B, at least 1, at most the longest remainder); shorter
 // remainders are padded at the end. Padding sits after a row's real tokens, so the causal
@@ -256,21 +269,44 @@ void BatchScheduler::Impl::prefillStep() {
   }
   model::KvCache& view = rows(stage, int64_t(B));
   setDelta(rowAdapters);
-  const at::Tensor h = model.hidden(at::tensor(ids, at::kLong).view({int64_t(B), int64_t(T)}), &view);  // [B, T, H]
   std::vector<size_t> done;
-  std::vector<int64_t> lastRow, lastPos;
+  for (size_t b = 0; b < B; ++b)
+    if (staged[b]->prefilled + take[b] >= staged[b]->req.prompt.size()) done.push_back(b);
+  std::vector<at::Tensor> last;  // the finished prompts' last hidden states, [1, H] each
+  if (stepwisePrefill(int64_t(B), int64_t(T), view)) {
+    // A short chunk as T fused steps of one position per row (a row past its real tokens is
+    // fed padding, as in the padded forward below): on a small model the op-by-op forward's
+    // per-op cost is most of a short prompt's time (the demo model in bf16: ~2.6 ms for 5
+    // tokens, against ~0.1 ms per fused step), while the fused step reads the layers' weights
+    // once per position, hence the limits (stepwisePrefill). Not timed as decode steps.
+    struct TimesOff {
+      model::LlamaModel& m;
+      model::DecodeTimes* restore;
+      ~TimesOff() { m.setDecodeTimes(restore); }
+    } timesOff{model, &fusedTimes};
+    model.setDecodeTimes(nullptr);
+    last.resize(B);
+    std::vector<int64_t> column(B);
+    for (size_t t = 0; t < T; ++t) {
+      for (size_t b = 0; b < B; ++b) column[b] = t < take[b] ? ids[b * T + t] : 0;
+      const at::Tensor h = model.hidden(at::tensor(column, at::kLong).view({int64_t(B), 1}), &view);  // [B, 1, H]
+      for (size_t b : done)
+        if (t + 1 == take[b]) last[b] = h[int64_t(b)];
+    }
+    ++local.fusedPrefillSteps;
+  } else {
+    const at::Tensor h = model.hidden(at::tensor(ids, at::kLong).view({int64_t(B), int64_t(T)}), &view);  // [B, T, H]
+    last.resize(B);
+    for (size_t b : done) last[b] = h[int64_t(b)].narrow(0, int64_t(take[b]) - 1, 1);
+  }
   for (size_t b = 0; b < B; ++b) {
     cache.lengths[size_t(stage) + b] = view.lengths[b] - int64_t(T) + int64_t(take[b]);
     staged[b]->prefilled += take[b];
-    if (staged[b]->prefilled < staged[b]->req.prompt.size()) continue;
-    done.push_back(b);
-    lastRow.push_back(int64_t(b));
-    lastPos.push_back(int64_t(take[b]) - 1);
   }
   if (!done.empty()) {  // the finished prompts' last positions through the LM head together
-    const at::Tensor last =
-        h.index({at::tensor(lastRow, at::kLong).to(h.device()), at::tensor(lastPos, at::kLong).to(h.device())}).unsqueeze(1);
-    acceptRows(staged, done, model.logits(last).to(at::kCPU).contiguous());  // [d, 1, vocab]
+    std::vector<at::Tensor> rowsDone;
+    for (size_t b : done) rowsDone.push_back(last[b]);
+    acceptRows(staged, done, model.logits(at::stack(rowsDone)).to(at::kCPU).contiguous());  // [d, 1, vocab]
   }
   // Finished prompts leave the staging rows: into a decode slot, or done already.
   for (size_t i = B; i-- > 0;) {
@@ -492,6 +528,9 @@ std::unique_ptr<BatchScheduler> BatchScheduler::open(const std::filesystem::path
   impl->opt.prefillBatch = std::min(options.prefillBatch, options.maxBatch);
   impl->cache = impl->model.makeCache(options.maxBatch + impl->opt.prefillBatch, impl->maxLen + options.prefillChunk);
   impl->model.setDecodeTimes(&impl->fusedTimes);
+  for (const auto& l : impl->model.weights().layers)
+    for (const at::Tensor* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.wGate, &l.wUp, &l.wDown})
+      impl->layerWeightBytes += int64_t(w->nbytes());
   impl->stats.kvSlots = impl->stats.freeKvSlots = options.maxBatch;
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->loop(); });

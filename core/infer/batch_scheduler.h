@@ -50,6 +50,7 @@ struct SchedulerStats {
   uint64_t splitSteps = 0;                    // of the fused steps, those with rows split over threads
   uint64_t fusedRows = 0;                     // rows decoded through fused steps
   uint64_t prefillSteps = 0;
+  uint64_t fusedPrefillSteps = 0;  // of the prefill steps, those run as fused steps, one position at a time
   int maxPrefillBatchSeen = 0;
   std::string decodePaths;  // the measured choice per batch size, e.g. "1:fused 8:fused"
   // Seconds the scheduler thread spent, summed over its life (where the time goes):

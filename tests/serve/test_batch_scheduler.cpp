@@ -173,6 +173,10 @@ class TestBatchScheduler : public QObject {
     QCOMPARE(st.maxPrefillBatchSeen, prefillBatch);
     if (path == "fused") QCOMPARE(st.opByOpSteps, uint64_t(0));
     if (path == "op-by-op") QCOMPARE(st.fusedSteps, uint64_t(0));
+    // chunks of at most 12 / prefillBatch positions: through fused steps, one position at a
+    // time, unless the decode path is op-by-op (then one forward per chunk, as before)
+    QCOMPARE(st.fusedPrefillSteps > 0, path != "op-by-op");
+    if (path != "op-by-op" && prefillBatch == 4) QVERIFY(st.fusedPrefillSteps < st.prefillSteps);  // 12 / 1 = 12 > 8
     if (path == "auto") QVERIFY(st.fusedSteps > 0 && st.opByOpSteps > 0);  // both measured
     QCOMPARE(st.steps, st.fusedSteps + st.opByOpSteps);
   }
