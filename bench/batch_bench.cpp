@@ -5,7 +5,7 @@
 //
 //   batch_bench --model DIR [--dtype f32|bf16] [--levels 1,8,32] [--tokens N] [--prompt-ids JSON]
 //               [--lora DIR --lora-mode merged|runtime] [--threads T] [--load map|copy]
-//               [--decode-path auto|fused|fused-split|op-by-op] [--max-batch N] [--prefill-chunk N] [--peak on|off]
+//               [--decode-path auto|fused|fused-split|op-by-op] [--max-batch N] [--prefill-chunk N] [--stepwise-prefill N] [--peak on|off]
 //
 // Per level, N identical greedy requests (ignore EOS, --tokens each) are submitted at once.
 // One JSON line per level:
@@ -54,7 +54,7 @@ struct Options {
   std::string model, dtype = "f32", lora, loraMode = "runtime", load = "map", decodePath = "auto";
   std::vector<int> levels = {1, 8, 32};
   std::vector<int32_t> prompt = {128000, 9906, 11, 1917, 0};
-  int tokens = 128, threads = 0, maxBatch = 0, prefillChunk = 128;
+  int tokens = 128, threads = 0, maxBatch = 0, prefillChunk = 128, stepwisePrefill = 32;
   bool peak = true;
   double peakGflops = 0;  // measured at start (--peak on)
 };
@@ -73,6 +73,7 @@ Options parse(int argc, char** argv) {
     else if (k == "--threads") o.threads = std::stoi(v);
     else if (k == "--max-batch") o.maxBatch = std::stoi(v);
     else if (k == "--prefill-chunk") o.prefillChunk = std::stoi(v);
+    else if (k == "--stepwise-prefill") o.stepwisePrefill = std::stoi(v);
     else if (k == "--peak") o.peak = v != "off";
     else if (k == "--prompt-ids") o.prompt = json::parse(v).get<std::vector<int32_t>>();
     else if (k == "--levels") {
@@ -199,6 +200,7 @@ int main(int argc, char** argv) {
     so.maxBatch = o.maxBatch > 0 ? o.maxBatch : *std::max_element(o.levels.begin(), o.levels.end());
     so.maxModelLen = int(o.prompt.size()) + o.tokens + 8;
     so.prefillChunk = o.prefillChunk;
+    so.stepwisePrefill = o.stepwisePrefill;
     so.dtype = o.dtype;
     so.threads = o.threads;
     so.copyWeights = o.load == "copy";

@@ -28,6 +28,9 @@ struct SchedulerOptions {
   int maxModelLen = 0;     // prompt + completion tokens per sequence; 0 = min(config, 4096)
   int prefillChunk = 128;  // prompt tokens per prefill step (all prefilling requests together)
   int prefillBatch = 4;    // requests prefilled together at most (KV rows beside the maxBatch slots)
+  // Prefill chunks of at most this many positions per row run as fused decode steps, one
+  // position at a time, on a model whose layers' weights stay in cache (up to 8 MB); 0 = never.
+  int stepwisePrefill = 32;
   std::string decodePath = "auto";  // auto (the fastest per batch size) | fused | fused-split | op-by-op
   std::string dtype = "f32";
   std::string device = "cpu";

@@ -135,20 +135,27 @@ class TestBatchScheduler : public QObject {
   // Six prompts of different lengths and output lengths, handed over at once, with a batch of
   // 4 so later ones join as earlier ones leave; prefill batches of 1 and 4 (4: one padded
   // forward, 12 prompt tokens a step shared between the rows, 3 each), on each decode path.
+  // Prefill chunks through one forward each, or (stepwise 8) those of up to 8 positions per
+  // row as fused steps, one position at a time.
   void batchedGreedyEqualsSingleSequence_data() {
     QTest::addColumn<QString>("path");
     QTest::addColumn<int>("prefillBatch");
+    QTest::addColumn<int>("stepwise");
     for (const char* path : {"fused", "op-by-op", "auto"})
-      for (int pb : {1, 4}) QTest::addRow("%s, prefill batch %d", path, pb) << path << pb;
+      for (int pb : {1, 4})
+        for (int stepwise : {0, 8})
+          QTest::addRow("%s, prefill batch %d, stepwise %d", path, pb, stepwise) << path << pb << stepwise;
   }
 
   void batchedGreedyEqualsSingleSequence() {
     QFETCH(QString, path);
     QFETCH(int, prefillBatch);
+    QFETCH(int, stepwise);
     infer::SchedulerOptions so;
     so.maxBatch = 4;
     so.prefillChunk = 12;
     so.prefillBatch = prefillBatch;
+    so.stepwisePrefill = stepwise;
     so.maxModelLen = 256;
     so.decodePath = path.toStdString();
     auto engine = infer::BatchScheduler::open(dir_, so);
@@ -173,10 +180,10 @@ class TestBatchScheduler : public QObject {
     QCOMPARE(st.maxPrefillBatchSeen, prefillBatch);
     if (path == "fused") QCOMPARE(st.opByOpSteps, uint64_t(0));
     if (path == "op-by-op") QCOMPARE(st.fusedSteps, uint64_t(0));
-    // chunks of at most 12 / prefillBatch positions: through fused steps, one position at a
-    // time, unless the decode path is op-by-op (then one forward per chunk, as before)
-    QCOMPARE(st.fusedPrefillSteps > 0, path != "op-by-op");
-    if (path != "op-by-op" && prefillBatch == 4) QVERIFY(st.fusedPrefillSteps < st.prefillSteps);  // 12 / 1 = 12 > 8
+    // Chunks of up to 12 positions (3 each while four prompts share a step): those of 8 or
+    // fewer through fused steps when asked for, unless the decode path is op-by-op.
+    QCOMPARE(st.fusedPrefillSteps > 0, stepwise > 0 && path != "op-by-op");
+    QVERIFY(st.fusedPrefillSteps < st.prefillSteps);  // a 12-position chunk is one forward
     if (path == "auto") QVERIFY(st.fusedSteps > 0 && st.opByOpSteps > 0);  // both measured
     QCOMPARE(st.steps, st.fusedSteps + st.opByOpSteps);
   }
