@@ -175,6 +175,8 @@ json runLevel(infer::BatchScheduler& engine, const Options& o, int level, const 
           {"fused_steps", after.fusedSteps - before.fusedSteps},
           {"split_steps", after.splitSteps - before.splitSteps},
           {"op_by_op_steps", after.opByOpSteps - before.opByOpSteps},
+          {"prefill_steps", after.prefillSteps - before.prefillSteps},
+          {"stepwise_prefill_steps", after.fusedPrefillSteps - before.fusedPrefillSteps},
           {"decode_paths", after.decodePaths},
           {"rates", benchsupport::decodeRates(before, after, double(total - streams.size()), engine.config(), o.peakGflops)},
           {"time_share",

@@ -7,7 +7,8 @@
 //   matmul_bench [--shapes ROWS:K:N,...] [--dtypes bf16,f32] [--repeats R] [--round none|after|on-store]
 //                [--attention ROWS:LEN:HD:HEADS,...]
 //
-// --attention: the attention kernels instead (core/model/cpu_attention.h): for ROWS sequences
+// --attention: the attention kernels instead of the products (--shapes is then not used;
+// core/model/cpu_attention.h): for ROWS sequences
 // of LEN cached positions each, HEADS query heads sharing one kv head of HD values, the scores
 // (dot_us) and the weighted values (weighted_us), each the best of R runs, the GB/s of keys
 // (or values) they read, and hashes of both results. The demo model: 16:256:32:2 is one layer
@@ -24,8 +25,8 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cmath>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <iostream>
@@ -155,7 +156,8 @@ nlohmann::json measureAttention(const AttnShape& a, int repeats) {
   std::ostringstream sh, oh;
   sh << std::hex << fnv(s);
   oh << std::hex << fnv(o);
-  return {{"kernel", "attention"},
+  const bool vectorKernels = std::is_same_v<T, float> ? f32KernelsAvailable() : bf16KernelsAvailable();
+  return {{"kernel", vectorKernels ? "attention" : "attention-portable"},
           {"dtype", std::is_same_v<T, float> ? "f32" : "bf16"},
           {"rows", a.rows},
           {"len", a.len},
@@ -225,7 +227,8 @@ int main(int argc, char** argv) {
           if (p.size() != 4) throw std::invalid_argument("an attention shape is ROWS:LEN:HD:HEADS, not '" + t + "'");
           const AttnShape sh{number(p[0], "ROWS", 1, 4096), number(p[1], "LEN", 1, 1 << 20), number(p[2], "HD", 1, 1024),
                              number(p[3], "HEADS", 1, 64)};
-          if (sh.rows * sh.len * sh.hd > kMaxElements) throw std::invalid_argument("attention shape '" + t + "' is too large");
+          if (sh.rows * sh.len * sh.hd > kMaxElements || sh.rows * sh.heads * sh.len > kMaxElements)
+            throw std::invalid_argument("attention shape '" + t + "' is too large");
           attention.push_back(sh);
         }
         if (attention.empty()) throw std::invalid_argument("--attention names no shape");

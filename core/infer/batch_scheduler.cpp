@@ -94,7 +94,7 @@ struct BatchScheduler::Impl {
   void applyCancels(const std::set<uint64_t>& ids);
   void admit();
   void prefillStep();
-  bool stepwisePrefill(int64_t rows, int64_t positions, const model::KvCache& view) const;
+  bool stepwisePrefill(int64_t batch, int64_t positions, const model::KvCache& view) const;
   void decodeStep();
   DecodePath choosePath(const at::Tensor& ids, const model::KvCache& view);
   void acceptRows(std::vector<std::unique_ptr<Sequence>>& seqs, const std::vector<size_t>& which, const at::Tensor& logits);
@@ -240,13 +240,14 @@ void BatchScheduler::Impl::admit() {
 // model's layers are 1.6 MB in bf16, 3.1 MB in fp32; `small`'s 300 MB, whose prompts go
 // through one forward). On the demo model a 16-token prompt took ~0.6 ms this way against
 // 1.8 ms op by op (bf16; fp32 0.9 against 1.5), 32 tokens 1.5-1.7 against 2.1-2.5.
-bool BatchScheduler::Impl::stepwisePrefill(int64_t rows, int64_t positions, const model::KvCache& view) const {
+bool BatchScheduler::Impl::stepwisePrefill(int64_t batch, int64_t positions, const model::KvCache& view) const {
   constexpr int64_t kMaxLayerBytes = int64_t(8) << 20;
   if (opt.decodePath == "op-by-op" || positions > opt.stepwisePrefill || layerWeightBytes > kMaxLayerBytes) return false;
-  return model.fusedDecodeApplies(at::zeros({rows, 1}, at::kLong), &view);
+  return model.fusedDecodeApplies(at::zeros({batch, 1}, at::kLong), &view);
 }
 
-// One chunk of every staged prompt in one forward [B, T]: the step's budget of prefillChunk
+// One chunk of every staged prompt, in one forward [B, T] or (stepwisePrefill) as T fused
+// steps of one position per row: the step's budget of prefillChunk
 // tokens is shared (T = budget / B, at least 1, at most the longest remainder); shorter
 // remainders are padded at the end. Padding sits after a row's real tokens, so the causal
 // mask hides it from them, and the row's length is set back to its real end (the next chunk
@@ -273,20 +274,21 @@ void BatchScheduler::Impl::prefillStep() {
   std::vector<size_t> done;
   for (size_t b = 0; b < B; ++b)
     if (staged[b]->prefilled + take[b] >= staged[b]->req.prompt.size()) done.push_back(b);
-  std::vector<at::Tensor> last;  // the finished prompts' last hidden states, [1, H] each
+  std::vector<at::Tensor> last(B);  // the finished prompts' last hidden states, [1, H] each
+  // Prefill is not timed as decode steps, on either path (a 1-position chunk takes the fused
+  // step too); prefillS below holds it.
+  struct TimesOff {
+    model::LlamaModel& m;
+    model::DecodeTimes* restore;
+    ~TimesOff() { m.setDecodeTimes(restore); }
+  } timesOff{model, &fusedTimes};
+  model.setDecodeTimes(nullptr);
   if (stepwisePrefill(int64_t(B), int64_t(T), view)) {
     // A short chunk as T fused steps of one position per row (a row past its real tokens is
     // fed padding, as in the padded forward below): on a small model the op-by-op forward's
-    // per-op cost is most of a short prompt's time (the demo model in bf16: ~1.8 ms for 5
-    // tokens, against ~0.1 ms per fused step), while the fused step reads the layers' weights
-    // once per position, hence the limits (stepwisePrefill). Not timed as decode steps.
-    struct TimesOff {
-      model::LlamaModel& m;
-      model::DecodeTimes* restore;
-      ~TimesOff() { m.setDecodeTimes(restore); }
-    } timesOff{model, &fusedTimes};
-    model.setDecodeTimes(nullptr);
-    last.resize(B);
+    // per-op cost is most of a short prompt's time (the demo model in bf16: 1.3-2.8 ms for 5
+    // tokens, against 0.2-0.4 ms as five fused steps), while the fused step reads the layers'
+    // weights once per position, hence the limits (stepwisePrefill).
     std::vector<int64_t> column(B);
     for (size_t t = 0; t < T; ++t) {
       for (size_t b = 0; b < B; ++b) column[b] = t < take[b] ? ids[b * T + t] : 0;
@@ -297,7 +299,6 @@ void BatchScheduler::Impl::prefillStep() {
     ++local.fusedPrefillSteps;
   } else {
     const at::Tensor h = model.hidden(at::tensor(ids, at::kLong).view({int64_t(B), int64_t(T)}), &view);  // [B, T, H]
-    last.resize(B);
     for (size_t b : done) last[b] = h[int64_t(b)].narrow(0, int64_t(take[b]) - 1, 1);
   }
   for (size_t b = 0; b < B; ++b) {

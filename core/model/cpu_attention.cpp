@@ -22,9 +22,11 @@ using simd::sum16x4;
 float toFloat(float v) { return v; }
 float toFloat(uint16_t bits) { return simd::bf16ToFloat(bits); }
 
-// Grouped-query attention: the R query heads that share a kv head read each cached row once
-// (loaded and, for bf16, widened once, then used R times). Per head the arithmetic is that of
-// one head alone: the same FMAs in the same order, so the result is bit-identical.
+// Grouped-query attention: the R query heads that share a kv head read each cached row from
+// memory once (loaded and, for bf16, widened once, then used R times; bf16 scores for R <= 2
+// load a block of sixteen rows per head, the second time from L1). Per head the arithmetic is
+// that of one head alone: the same multiply-adds in the same order and one order of horizontal
+// sums (cpu_simd.h), so the result is bit-identical.
 
 // How a score kernel reads and multiplies, D below: fp32 queries against fp32 keys or bf16 keys
 // widened, 16 values per step (FMA); or bf16 queries against bf16 keys (a bf16 model's q is bf16
@@ -105,10 +107,10 @@ template <class D, int R>
 CROSSLAB_BF16_TARGET void dotRowsHeads(const typename D::Q* q, const typename D::K* k, int64_t len, int64_t hd, float* s,
                                        int64_t ss) {
   int64_t t = 0;
-  // bf16 pairs, one or two heads: sixteen rows at a time, head by head (the block's 1-2 KB of
-  // rows stay in L1 for the second head): per row one multiply-add per 32 values of hd and ~3
-  // reducing instructions, against ~5. Not for fp32 products nor four heads: each head loads
-  // the rows again, and there it measured no faster (matmul_bench --attention).
+  // bf16 pairs, one or two heads: sixteen rows at a time, head by head (the block's 1-4 KB of
+  // rows stay in L1 for the second head): per row one multiply-add per 32 values of hd and
+  // 45 / 16 reducing instructions, against 14 / 4. Not for fp32 products nor four heads: each
+  // head loads the rows again, and there it measured no faster (matmul_bench --attention).
   if constexpr (std::is_same_v<D, Bf16PairScores> && R <= 2)
     for (; t + 16 <= len; t += 16)
 #pragma GCC unroll 4

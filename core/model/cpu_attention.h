@@ -9,8 +9,9 @@ namespace crosslab::model {
 
 // Attention of `heads` query heads (q row-major [heads, hd]) over the cached rows of the kv
 // head they share (row-major [len, hd]; bf16 as uint16_t bits), fp32 arithmetic; each cached
-// row is read once for all the heads, and each head's result is bit-identical to computing it
-// alone (heads = 1):
+// row is read from memory once for all the heads (bf16 scores for one or two heads: once per
+// head, sixteen rows at a time, the second read from L1), and each head's result is
+// bit-identical to computing it alone (heads = 1):
 //   s[h * ss + t] = q_h · K_t        out[h * hd + d] += sum_t p[h * ps + t] V_t[d] (t in order)
 void dotRows(const float* q, int64_t heads, const float* k, int64_t len, int64_t hd, float* s, int64_t ss);
 void dotRows(const float* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss);
@@ -22,7 +23,9 @@ void dotRows(const uint16_t* q, int64_t heads, const uint16_t* k, int64_t len, i
 void weightedRows(const float* p, int64_t heads, int64_t ps, const float* v, int64_t len, int64_t hd, float* out);
 void weightedRows(const float* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out);
 // The same with bf16 weights (bits): exact products summed in fp32 two cached rows at a time
-// (VDPBF16PS, t + 1's product first, denormals as above), not t by t.
+// (VDPBF16PS, t + 1's product first, denormals as above), not t by t, into two partial sums
+// (rows 4i, 4i + 1 onto `out`; rows 4i + 2, 4i + 3 and an odd last row from zero) added at
+// the end.
 void weightedRows(const uint16_t* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out);
 
 }  // namespace crosslab::model

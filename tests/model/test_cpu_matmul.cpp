@@ -1,6 +1,10 @@
 // The decode kernels of core/model/cpu_matmul.h against double-precision sums: every kernel
 // (n = 1, tiles for 2..15 rows, packed 16..64 and a second chunk), row and k tails (odd k
 // too), fp32 and bf16; the attention rows and the softmax exponential.
+// First: the kernels' header silences GCC 12's false -Wuninitialized inside immintrin.h, which
+// only works where it is the one that includes immintrin.h (Qt's headers may include it too).
+#include "core/model/cpu_simd.h"
+
 #include <QtTest>
 
 #include <c10/util/BFloat16.h>
@@ -88,6 +92,20 @@ double worstRelative(int64_t rows, int64_t k, int64_t n, unsigned seed) {
   for (int64_t i = n * ldy; i < int64_t(y.size()); ++i)  // nor past the last X row
     if (!std::isnan(y[size_t(i)])) return INFINITY;
   return worst;
+}
+
+uint32_t bitsOf(float f) {
+  uint32_t u;
+  std::memcpy(&u, &f, sizeof u);
+  return u;
+}
+
+// sum16x16 and sum16x4 of the same vectors (16 of them), lane by lane; AVX-512F callers only.
+CROSSLAB_F32_TARGET void horizontalSums(const float (&v)[16][16], float (&wide)[16], float (&four)[16]) {
+  __m512 x[16];
+  for (int i = 0; i < 16; ++i) x[i] = _mm512_loadu_ps(v[i]);
+  _mm512_storeu_ps(wide, simd::sum16x16(x));
+  for (int i = 0; i < 16; i += 4) _mm_storeu_ps(four + i, simd::sum16x4(x[i], x[i + 1], x[i + 2], x[i + 3]));
 }
 
 }  // namespace
@@ -296,6 +314,28 @@ class TestCpuMatmul : public QObject {
             QVERIFY2(std::memcmp(oAlone.data(), out.data() + h * hd, sz(hd) * sizeof(float)) == 0, qPrintable(where));
           }
         }
+  }
+
+  // The kernels' two horizontal sums give the same bits, each vector's lanes halved in turn
+  // (l + l+8, then +4, +2, +1): a row reduced with sixteen others or with three has one sum.
+  void horizontalSumsShareOneOrder() {
+    if (!f32KernelsAvailable()) QSKIP("no AVX-512F");
+    std::mt19937 rng(13);
+    std::normal_distribution<float> normal;
+    for (int round = 0; round < 200; ++round) {
+      float v[16][16], wide[16], four[16];
+      for (auto& row : v)
+        for (float& e : row) e = normal(rng) * std::ldexp(1.0f, int(rng() % 40) - 20);  // magnitudes apart: order shows
+      horizontalSums(v, wide, four);
+      for (int i = 0; i < 16; ++i) {
+        float h[16];
+        std::memcpy(h, v[i], sizeof h);
+        for (int width = 8; width >= 1; width /= 2)
+          for (int l = 0; l < width; ++l) h[l] = h[l] + h[l + width];
+        QCOMPARE(bitsOf(wide[i]), bitsOf(h[0]));
+        QCOMPARE(bitsOf(four[i]), bitsOf(h[0]));
+      }
+    }
   }
 
   // Greedy sampling's argmax: the index a forward scan keeping the first strictly greater value

@@ -188,6 +188,28 @@ class TestBatchScheduler : public QObject {
     QCOMPARE(st.steps, st.fusedSteps + st.opByOpSteps);
   }
 
+  // Requests that end at their first token are prefilled and never decoded: stepwise prefill's
+  // fused steps are prefill time, not the decode steps' phases.
+  void stepwisePrefillIsNotTimedAsDecode() {
+    infer::SchedulerOptions so;
+    so.maxBatch = 4;
+    so.maxModelLen = 256;
+    auto engine = infer::BatchScheduler::open(dir_, so);
+    Collector c;
+    engine->holdForTesting(true);
+    for (size_t i = 0; i < 6; ++i) engine->submit(c.wrap(greedy(promptOf(int(3 + 4 * i), int(i)), 1), i));
+    engine->holdForTesting(false);
+    QVERIFY(c.wait());
+    for (size_t i = 0; i < 6; ++i) QCOMPARE(c.result(i).ids.size(), size_t(1));
+    const infer::SchedulerStats st = engine->stats();
+    QVERIFY(st.fusedPrefillSteps > 0);
+    QCOMPARE(st.fusedPrefillSteps, st.prefillSteps);
+    QCOMPARE(st.steps, uint64_t(0));
+    QCOMPARE(st.fusedMatmulS, 0.0);
+    QCOMPARE(st.fusedAttentionS, 0.0);
+    QVERIFY(st.prefillS > 0);
+  }
+
   // One mixed batch: rows with adapter a, adapter b and none, against each adapter merged and
   // the reference's unmerged LoRA, on each decode path.
   void runtimeLoraEqualsMerged_data() {
