@@ -283,7 +283,8 @@ void BatchScheduler::Impl::prefillStep() {
     ~TimesOff() { m.setDecodeTimes(restore); }
   } timesOff{model, &fusedTimes};
   model.setDecodeTimes(nullptr);
-  if (stepwisePrefill(int64_t(B), int64_t(T), view)) {
+  const bool stepwise = stepwisePrefill(int64_t(B), int64_t(T), view);
+  if (stepwise) {
     // A short chunk as T fused steps of one position per row (a row past its real tokens is
     // fed padding, as in the padded forward below): on a small model the op-by-op forward's
     // per-op cost is most of a short prompt's time (the demo model in bf16: 1.3-2.8 ms for 5
@@ -296,7 +297,6 @@ void BatchScheduler::Impl::prefillStep() {
       for (size_t b : done)
         if (t + 1 == take[b]) last[b] = h[int64_t(b)];
     }
-    ++local.fusedPrefillSteps;
   } else {
     const at::Tensor h = model.hidden(at::tensor(ids, at::kLong).view({int64_t(B), int64_t(T)}), &view);  // [B, T, H]
     for (size_t b : done) last[b] = h[int64_t(b)].narrow(0, int64_t(take[b]) - 1, 1);
@@ -323,7 +323,8 @@ void BatchScheduler::Impl::prefillStep() {
       running.push_back(std::move(seq));
     }
   }
-  ++local.prefillSteps;
+  ++local.prefillSteps;  // with fusedPrefillSteps: a request's onDone above may publish the counts mid-step
+  if (stepwise) ++local.fusedPrefillSteps;
   local.maxPrefillBatchSeen = std::max(local.maxPrefillBatchSeen, int(B));
   local.prefillS += secondsSince(t0) - (local.sampleS + local.emitS - sampledAndEmitted);
 }
