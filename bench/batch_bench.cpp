@@ -5,7 +5,8 @@
 //
 //   batch_bench --model DIR [--dtype f32|bf16] [--levels 1,8,32] [--tokens N] [--prompt-ids JSON]
 //               [--lora DIR --lora-mode merged|runtime] [--threads T] [--load map|copy]
-//               [--decode-path auto|fused|fused-split|op-by-op] [--max-batch N] [--prefill-chunk N] [--stepwise-prefill N] [--peak on|off]
+//               [--decode-path auto|fused|fused-split|op-by-op] [--max-batch N] [--prefill-chunk N]
+//               [--stepwise-prefill N] [--peak on|off]
 //
 // Per level, N identical greedy requests (ignore EOS, --tokens each) are submitted at once.
 // One JSON line per level:

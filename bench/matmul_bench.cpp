@@ -225,8 +225,8 @@ int main(int argc, char** argv) {
         for (const std::string& t : split(v, ',')) {
           const auto p = split(t, ':');
           if (p.size() != 4) throw std::invalid_argument("an attention shape is ROWS:LEN:HD:HEADS, not '" + t + "'");
-          const AttnShape sh{number(p[0], "ROWS", 1, 4096), number(p[1], "LEN", 1, 1 << 20), number(p[2], "HD", 1, 1024),
-                             number(p[3], "HEADS", 1, 64)};
+          const AttnShape sh{number(p[0], "ROWS", 1, 4096), number(p[1], "LEN", 1, 1 << 20),
+                             number(p[2], "HD", 1, 1024), number(p[3], "HEADS", 1, 64)};
           if (sh.rows * sh.len * sh.hd > kMaxElements || sh.rows * sh.heads * sh.len > kMaxElements)
             throw std::invalid_argument("attention shape '" + t + "' is too large");
           attention.push_back(sh);

@@ -242,7 +242,8 @@ void BatchScheduler::Impl::admit() {
 // 1.8 ms op by op (bf16; fp32 0.9 against 1.5), 32 tokens 1.5-1.7 against 2.1-2.5.
 bool BatchScheduler::Impl::stepwisePrefill(int64_t batch, int64_t positions, const model::KvCache& view) const {
   constexpr int64_t kMaxLayerBytes = int64_t(8) << 20;
-  if (opt.decodePath == "op-by-op" || positions > opt.stepwisePrefill || layerWeightBytes > kMaxLayerBytes) return false;
+  if (opt.decodePath == "op-by-op" || positions > opt.stepwisePrefill || layerWeightBytes > kMaxLayerBytes)
+    return false;
   return model.fusedDecodeApplies(at::zeros({batch, 1}, at::kLong), &view);
 }
 

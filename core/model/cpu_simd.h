@@ -65,7 +65,8 @@ CROSSLAB_F32_TARGET inline __m128 sum16x4(__m512 a, __m512 b, __m512 c, __m512 d
   const __m512 s = _mm512_add_ps(_mm512_maskz_shuffle_f32x4(all, ab, cd, 0x88), _mm512_maskz_shuffle_f32x4(all, ab, cd, 0xDD));
   const __m512 t = _mm512_add_ps(s, _mm512_maskz_permute_ps(all, s, 0x4E));  // [q0+q2, q1+q3, ...]
   const __m512 u = _mm512_add_ps(t, _mm512_maskz_permute_ps(all, t, 0xB1));  // lane 0: (q0+q2)+(q1+q3)
-  return _mm512_castps512_ps128(_mm512_maskz_permutexvar_ps(all, _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0), u));
+  const __m512i lanes = _mm512_setr_epi32(0, 4, 8, 12, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0);
+  return _mm512_castps512_ps128(_mm512_maskz_permutexvar_ps(all, lanes, u));
 }
 
 // The horizontal sums of sixteen vectors as one: lane i = Σ v[i], in 45 shuffles and adds (a

@@ -285,8 +285,9 @@ void ropeTables(const int64_t* positions, int64_t n, const float* invFreq, int64
 
 // Attention of the `heads` query heads that share one kv head (q: [heads, hd], out likewise)
 // over positions 0..len-1 (all visible to the newest token); the kv head's rows are read from
-// memory once for all of them (core/model/cpu_attention.h). Per head: scores dot rounded, times 1/sqrt(hd) rounded; softmax in fp32,
-// the probabilities rounded; the weighted sum of values in fp32, rounded. kg/vg: [capacity, hd].
+// memory once for all of them (core/model/cpu_attention.h). Per head: scores dot rounded,
+// times 1/sqrt(hd) rounded; softmax in fp32, the probabilities rounded; the weighted sum of
+// values in fp32, rounded. kg/vg: [capacity, hd].
 template <class M>
 void attendGroup(const float* q, int64_t heads, const typename M::Storage* kg, const typename M::Storage* vg,
                  int64_t len, int64_t hd, float scale, std::vector<float>& scores, float* out) {
