@@ -61,17 +61,24 @@ uint64_t fnv(const std::vector<float>& y) {
   return h;
 }
 
+// Fills v with normal values (their magnitudes with `positive`), in bf16 through the engine's
+// own rounding.
+template <class T>
+void randomValues(std::mt19937& rng, std::normal_distribution<float>& normal, std::vector<T>& v,
+                  bool positive = false) {
+  std::vector<float> values(v.size());
+  for (float& e : values) e = positive ? std::fabs(normal(rng)) : normal(rng);
+  if constexpr (std::is_same_v<T, float>) v = std::move(values);
+  else toBf16Bits(values.data(), v.data(), int64_t(values.size()));
+}
+
 template <class T>
 nlohmann::json measure(const Shape& s, int repeats, const std::string& round) {
   std::mt19937 rng(unsigned(s.rows * 31 + s.k * 7 + s.n));
   std::normal_distribution<float> normal;
   std::vector<T> w(size_t(s.rows * s.k)), x(size_t(s.n * s.k));
-  for (auto* v : {&w, &x}) {
-    std::vector<float> values(v->size());
-    for (float& e : values) e = normal(rng);
-    if constexpr (std::is_same_v<T, float>) *v = std::move(values);
-    else toBf16Bits(values.data(), v->data(), int64_t(values.size()));  // the engine's own rounding
-  }
+  randomValues(rng, normal, w);
+  randomValues(rng, normal, x);
   std::vector<float> y(size_t(s.rows * s.n));
   std::vector<T> buffer;
   const MatmulRows<T> rows(x.data(), s.n, s.k, buffer);
@@ -112,23 +119,15 @@ struct AttnShape {
 };
 
 template <class T>
-void randomValues(std::mt19937& rng, std::vector<T>& v, bool positive) {
-  std::normal_distribution<float> normal;
-  std::vector<float> values(v.size());
-  for (float& e : values) e = positive ? std::fabs(normal(rng)) : normal(rng);
-  if constexpr (std::is_same_v<T, float>) v = std::move(values);
-  else toBf16Bits(values.data(), v.data(), int64_t(values.size()));
-}
-
-template <class T>
 nlohmann::json measureAttention(const AttnShape& a, int repeats) {
   std::mt19937 rng(unsigned(a.rows * 31 + a.len * 7 + a.hd * 3 + a.heads));
   std::vector<T> k(size_t(a.rows * a.len * a.hd)), v(k.size()), q(size_t(a.rows * a.heads * a.hd)),
       p(size_t(a.heads * a.len));
-  randomValues(rng, k, false);
-  randomValues(rng, v, false);
-  randomValues(rng, q, false);
-  randomValues(rng, p, true);
+  std::normal_distribution<float> normal;
+  randomValues(rng, normal, k);
+  randomValues(rng, normal, v);
+  randomValues(rng, normal, q);
+  randomValues(rng, normal, p, true);
   std::vector<float> s(size_t(a.rows * a.heads * a.len)), o(size_t(a.rows * a.heads * a.hd));
   const auto dot = [&] {
     for (int64_t r = 0; r < a.rows; ++r)
