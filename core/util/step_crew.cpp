@@ -4,6 +4,8 @@
 #include <chrono>
 #include <stdexcept>
 
+#include "core/util/cpu_relax.h"
+
 namespace crosslab::util {
 
 namespace {
@@ -16,14 +18,6 @@ struct InJob {
   InJob() { tInJob = true; }
   ~InJob() { tInJob = before; }
 };
-
-inline void cpuRelax() {
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause();
-#elif defined(__aarch64__)
-  asm volatile("yield");
-#endif
-}
 
 using Clock = std::chrono::steady_clock;
 
