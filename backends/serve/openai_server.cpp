@@ -204,7 +204,7 @@ struct SseStream {
 // One thread writes the frames of every streaming response. The scheduler emits a token for
 // each running stream at the end of a step; with a thread per connection, each token woke its
 // connection's thread (a futex wake and two context switches per token, on a 2-core VM a
-// fifth of the server's time at 32 streams). Here a step's tokens cost one wake (the
+// fifth of the server's time at 32 streams). Here a step's tokens cost at most one wake (the
 // scheduler's after-step hook pokes the writer; a request's end pokes it too): the writer
 // passes over the streams with something new and writes each one's frames in one chunk. When
 // a pass takes longer than a step, the next pass finds several tokens per stream and sends them
@@ -280,10 +280,11 @@ class SseWriter {
   // on an idle vCPU, an interrupt to another core, paid per token at one stream (11% of the
   // scheduler thread's perf samples, demo model, one stream through HTTP). It polls for up to
   // twice the last gap between passes, at most kPollFor, yielding the core to any thread that
-  // wants it; passes further apart (a larger batch's steps, a larger model's) find it asleep,
-  // as before. poke() writes pending_ and then reads asleep_, the writer writes asleep_ and then
-  // reads pending_ (both sequentially consistent): either poke() sees the sleeper and wakes it,
-  // or the writer's last check sees the poke.
+  // wants it, and only while a stream is attached (steps without one, say of requests that do
+  // not stream, poke it too); passes further apart (a larger batch's steps, a larger model's)
+  // find it asleep, as before. poke() writes pending_ and then reads asleep_, the writer writes
+  // asleep_ and then reads pending_ (both sequentially consistent): either poke() sees the
+  // sleeper and wakes it, or the writer's last check sees the poke.
   static constexpr std::chrono::microseconds kPollFor{100};
 
   void loop() {
@@ -293,7 +294,7 @@ class SseWriter {
     Clock::time_point lastPass{};
     Clock::duration gap = Clock::duration::max();
     for (;;) {
-      if (!pending_.load() && !stopping_ && gap < kPollFor) {
+      if (!pending_.load() && !stopping_ && !streams_.empty() && gap < kPollFor) {
         lk.unlock();
         const auto until = Clock::now() + std::min<Clock::duration>(2 * gap, kPollFor);
         for (int i = 1; !pending_.load(); ++i) {
@@ -601,7 +602,7 @@ OpenAiServer::OpenAiServer(infer::BatchScheduler& engine, ServerOptions options)
     impl_->listenSocket = sock;
   });
   impl_->routes();
-  impl_->engine.setAfterStep(impl_->pokeWriter());  // a step's tokens: one wake of the writer
+  impl_->engine.setAfterStep(impl_->pokeWriter());  // a step's tokens: at most one wake of the writer
 }
 
 OpenAiServer::~OpenAiServer() { stop(); }
