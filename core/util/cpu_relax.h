@@ -1,7 +1,7 @@
 #pragma once
 // The CPU's hint for a thread that polls a flag another thread sets (x86 PAUSE, Arm YIELD):
 // the poll costs its sibling hyperthread and the memory system less, and the loop leaves it
-// sooner once the flag changes. Nothing elsewhere.
+// sooner once the flag changes. On other CPUs it does nothing.
 
 namespace crosslab::util {
 
