@@ -55,7 +55,8 @@ struct Options {
   std::string model, dtype = "f32", lora, loraMode = "runtime", load = "map", decodePath = "auto";
   std::vector<int> levels = {1, 8, 32};
   std::vector<int32_t> prompt = {128000, 9906, 11, 1917, 0};
-  int tokens = 128, threads = 0, maxBatch = 0, prefillChunk = 128, stepwisePrefill = 32;
+  int tokens = 128, threads = 0, maxBatch = 0;
+  int prefillChunk = infer::SchedulerOptions{}.prefillChunk, stepwisePrefill = infer::SchedulerOptions{}.stepwisePrefill;
   bool peak = true;
   double peakGflops = 0;  // measured at start (--peak on)
 };

@@ -21,7 +21,7 @@
 #include "backends/serve/api_error.h"
 #include "backends/serve/openai_request.h"
 #include "core/infer/batch_scheduler.h"
-#include "core/util/cpu_relax.h"
+#include "core/util/await_ready.h"
 
 namespace crosslab::serve {
 namespace {
@@ -239,7 +239,7 @@ class SseWriter {
   // or the writer is polling for it (no wake: see loop()).
   void poke() {
     if (pending_.exchange(true)) return;
-    if (!asleep_.load()) return;  // awake or polling: it sees pending_ before it sleeps
+    if (asleep_.load() == 0) return;  // awake or polling: it sees pending_ before it sleeps
     std::lock_guard<std::mutex> lk(mu_);
     cv_.notify_one();
   }
@@ -282,9 +282,8 @@ class SseWriter {
   // twice the last gap between passes, at most kPollFor, yielding the core to any thread that
   // wants it, and only while a stream is attached (steps without one, say of requests that do
   // not stream, poke it too); passes further apart (a larger batch's steps, a larger model's)
-  // find it asleep, as before. poke() writes pending_ and then reads asleep_, the writer writes
-  // asleep_ and then reads pending_ (both sequentially consistent): either poke() sees the
-  // sleeper and wakes it, or the writer's last check sees the poke.
+  // find it asleep, as before. The poll and the handshake with poke() are the step crew's
+  // (util::awaitReady).
   static constexpr std::chrono::microseconds kPollFor{100};
 
   void loop() {
@@ -294,20 +293,13 @@ class SseWriter {
     Clock::time_point lastPass{};
     Clock::duration gap = Clock::duration::max();
     for (;;) {
-      if (!pending_.load() && !stopping_ && !streams_.empty() && gap < kPollFor) {
-        lk.unlock();
-        const auto until = Clock::now() + std::min<Clock::duration>(2 * gap, kPollFor);
-        for (int i = 1; !pending_.load(); ++i) {
-          util::cpuRelax();
-          if (i % 64 != 0) continue;
-          if (Clock::now() >= until) break;
-          std::this_thread::yield();
-        }
-        lk.lock();
-      }
-      asleep_.store(true);
-      cv_.wait(lk, [&] { return pending_.load() || stopping_; });
-      asleep_.store(false);
+      std::chrono::microseconds pollFor{0};
+      if (!streams_.empty() && gap < kPollFor)
+        pollFor = std::chrono::duration_cast<std::chrono::microseconds>(std::min<Clock::duration>(2 * gap, kPollFor));
+      lk.unlock();
+      const auto ready = [&] { return pending_.load() || stopping_.load(); };
+      util::awaitReady(ready, pollFor, std::chrono::microseconds(0), mu_, cv_, asleep_);
+      lk.lock();
       if (stopping_) break;
       pending_ = false;
       const auto now = Clock::now();
@@ -354,9 +346,9 @@ class SseWriter {
   std::mutex mu_;
   std::condition_variable cv_, closed_;
   std::atomic<bool> pending_{false};
-  std::atomic<bool> asleep_{false};  // the writer waits on cv_ (or is about to)
+  std::atomic<int> asleep_{0};  // the writer waits on cv_ (or is about to)
   std::atomic<int64_t> handedBack_{0}, writes_{0};
-  bool stopping_ = false;
+  std::atomic<bool> stopping_{false};  // set under mu_; read while polling too
   std::vector<std::shared_ptr<SseStream>> streams_;
   std::thread thread_;  // last: starts after the members it uses
 };

@@ -4,7 +4,7 @@
 #include <chrono>
 #include <stdexcept>
 
-#include "core/util/cpu_relax.h"
+#include "core/util/await_ready.h"
 
 namespace crosslab::util {
 
@@ -18,36 +18,6 @@ struct InJob {
   InJob() { tInJob = true; }
   ~InJob() { tInJob = before; }
 };
-
-using Clock = std::chrono::steady_clock;
-
-// Polls ready() for up to `spin` — with the pause hint, and from `yieldAfter` on yielding the
-// core to any thread that wants it — then sleeps on `cv` under `mu`, counted in `asleep`: the
-// side that makes ready() true writes first and reads `asleep` after (both sequentially
-// consistent), so either it sees the sleeper and wakes it under `mu`, or the sleeper's last
-// check, made after counting itself, sees ready() true.
-template <class Ready>
-void awaitReady(const Ready& ready, std::chrono::microseconds spin, std::chrono::microseconds yieldAfter, std::mutex& mu,
-                std::condition_variable& cv, std::atomic<int>& asleep) {
-  const auto start = Clock::now();
-  for (int i = 1; !ready(); ++i) {
-    if ((i & 31) != 0) {
-      cpuRelax();
-      continue;
-    }
-    const auto elapsed = Clock::now() - start;
-    if (elapsed < yieldAfter) continue;
-    if (elapsed < spin) {
-      std::this_thread::yield();
-      continue;
-    }
-    std::unique_lock<std::mutex> lk(mu);
-    asleep.fetch_add(1);
-    cv.wait(lk, ready);
-    asleep.fetch_sub(1);
-    return;
-  }
-}
 
 }  // namespace
 

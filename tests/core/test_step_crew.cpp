@@ -6,11 +6,13 @@
 
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
 #include <vector>
 
+#include "core/util/await_ready.h"
 #include "core/util/step_crew.h"
 
 using crosslab::util::StepCrew;
@@ -19,6 +21,37 @@ class TestStepCrew : public QObject {
   Q_OBJECT
 
  private slots:
+  // util::awaitReady, the crew's wait and the SSE writer's: two threads hand a turn back and
+  // forth, each waking the other only when it counts itself asleep (the waking side of the
+  // handshake). Never polling (every wait may sleep) and polling for longer than the test: a
+  // lost wake-up hangs, and the test's timeout fails it. The first also has to have slept.
+  void awaitReadyLosesNoWake() {
+    for (const std::chrono::microseconds spin : {std::chrono::microseconds(0), std::chrono::microseconds(60'000'000)}) {
+      std::mutex mu;
+      std::condition_variable cv[2];
+      std::atomic<int> asleep[2] = {0, 0};
+      std::atomic<int> turn{0}, wakes{0};
+      constexpr int kRounds = 20000;
+      const auto side = [&](int me) {
+        for (int round = 0; round < kRounds; ++round) {
+          crosslab::util::awaitReady([&] { return turn.load() == me; }, spin, std::chrono::microseconds(0), mu, cv[me],
+                                     asleep[me]);
+          turn.store(1 - me);
+          if (asleep[1 - me].load() > 0) {
+            ++wakes;
+            std::lock_guard<std::mutex> lk(mu);
+            cv[1 - me].notify_all();
+          }
+        }
+      };
+      std::thread other(side, 1);
+      side(0);
+      other.join();
+      QCOMPARE(turn.load(), 0);  // 2 x kRounds hand-overs, the last back to side 0
+      if (spin.count() == 0) QVERIFY(wakes.load() > 0);
+    }
+  }
+
   void everyGroupRunsOnce() {
     StepCrew crew;
     std::mutex mu;
