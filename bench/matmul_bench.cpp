@@ -5,14 +5,19 @@
 // timed alone on data it owns is steadier, so a change to a kernel is measured here first.
 //
 //   matmul_bench [--shapes ROWS:K:N,...] [--dtypes bf16,f32] [--repeats R] [--round none|after|on-store]
-//                [--attention ROWS:LEN:HD:HEADS,...]
+//                [--attention ROWS:LEN:HD:HEADS[:CAP],...] [--read-ahead on|off]
 //
 // --attention: the attention kernels instead of the products (--shapes is then not used;
 // core/model/cpu_attention.h): for ROWS sequences
 // of LEN cached positions each, HEADS query heads sharing one kv head of HD values, the scores
 // (dot_us) and the weighted values (weighted_us), each the best of R runs, the GB/s of keys
 // (or values) they read, and hashes of both results. The demo model: 16:256:32:2 is one layer
-// and kv head of a 32-stream step's row group at half of a 512-token run.
+// and kv head of a 32-stream step's row group at half of a 512-token run. CAP (default LEN):
+// each sequence's rows start CAP positions after the previous one's, as in the KV cache (its
+// capacity); step_us times what the fused step does, sequence by sequence the scores then the
+// weighted values, each kernel reading ahead what comes next (--read-ahead off: not; the
+// hashes are the same either way). 512:260:32:2:2048 is the demo model's four layers and two
+// kv heads at 64 streams, mid-run, in the cache's layout.
 //
 // --round: a bf16 model's products are rounded to bf16: `after` times the product followed by
 // a roundBf16 pass over Y (what the engine did until 2026-12-03), `on-store` the product with
@@ -115,13 +120,13 @@ nlohmann::json measure(const Shape& s, int repeats, const std::string& round) {
 // values each, in memory one after another as in the KV cache), `heads` query heads reading
 // them. bf16: bf16 queries and probabilities (a bf16 model's), fp32: fp32 throughout.
 struct AttnShape {
-  int64_t rows, len, hd, heads;
+  int64_t rows, len, hd, heads, cap;
 };
 
 template <class T>
-nlohmann::json measureAttention(const AttnShape& a, int repeats) {
+nlohmann::json measureAttention(const AttnShape& a, int repeats, bool readAhead) {
   std::mt19937 rng(unsigned(a.rows * 31 + a.len * 7 + a.hd * 3 + a.heads));
-  std::vector<T> k(size_t(a.rows * a.len * a.hd)), v(k.size()), q(size_t(a.rows * a.heads * a.hd)),
+  std::vector<T> k(size_t(a.rows * a.cap * a.hd)), v(k.size()), q(size_t(a.rows * a.heads * a.hd)),
       p(size_t(a.heads * a.len));
   std::normal_distribution<float> normal;
   randomValues(rng, normal, k);
@@ -129,15 +134,28 @@ nlohmann::json measureAttention(const AttnShape& a, int repeats) {
   randomValues(rng, normal, q);
   randomValues(rng, normal, p, true);
   std::vector<float> s(size_t(a.rows * a.heads * a.len)), o(size_t(a.rows * a.heads * a.hd));
+  const int64_t rowBytes = a.len * a.hd * int64_t(sizeof(T));
+  const auto at = [&](const std::vector<T>& x, int64_t r) { return x.data() + r * a.cap * a.hd; };
+  const auto ahead = [&](const std::vector<T>& x, int64_t r) {
+    return readAhead && r < a.rows ? ReadAhead{at(x, r), rowBytes} : ReadAhead{};
+  };
   const auto dot = [&] {
     for (int64_t r = 0; r < a.rows; ++r)
-      dotRows(q.data() + r * a.heads * a.hd, a.heads, k.data() + r * a.len * a.hd, a.len, a.hd,
-              s.data() + r * a.heads * a.len, a.len);
+      dotRows(q.data() + r * a.heads * a.hd, a.heads, at(k, r), a.len, a.hd, s.data() + r * a.heads * a.len, a.len,
+              ahead(k, r + 1));
   };
   const auto weighted = [&] {
     std::fill(o.begin(), o.end(), 0.0f);
     for (int64_t r = 0; r < a.rows; ++r)
-      weightedRows(p.data(), a.heads, a.len, v.data() + r * a.len * a.hd, a.len, a.hd, o.data() + r * a.heads * a.hd);
+      weightedRows(p.data(), a.heads, a.len, at(v, r), a.len, a.hd, o.data() + r * a.heads * a.hd, ahead(v, r + 1));
+  };
+  const auto step = [&] {  // as the fused step: per sequence the scores, then the weighted values
+    std::fill(o.begin(), o.end(), 0.0f);
+    for (int64_t r = 0; r < a.rows; ++r) {
+      dotRows(q.data() + r * a.heads * a.hd, a.heads, at(k, r), a.len, a.hd, s.data() + r * a.heads * a.len, a.len,
+              ahead(v, r));
+      weightedRows(p.data(), a.heads, a.len, at(v, r), a.len, a.hd, o.data() + r * a.heads * a.hd, ahead(k, r + 1));
+    }
   };
   const double bytes = double(a.rows * a.len * a.hd) * sizeof(T);  // K (or V) read once per pass
   const int64_t iters = std::clamp<int64_t>(int64_t(2e8 / bytes), 3, 100000);  // ~200 MB per timed run
@@ -151,7 +169,7 @@ nlohmann::json measureAttention(const AttnShape& a, int repeats) {
     }
     return t;
   };
-  const double tDot = best(dot), tWeighted = best(weighted);
+  const double tDot = best(dot), tWeighted = best(weighted), tStep = best(step);
   std::ostringstream sh, oh;
   sh << std::hex << fnv(s);
   oh << std::hex << fnv(o);
@@ -162,10 +180,14 @@ nlohmann::json measureAttention(const AttnShape& a, int repeats) {
           {"len", a.len},
           {"hd", a.hd},
           {"heads", a.heads},
+          {"cap", a.cap},
+          {"read_ahead", readAhead},
           {"dot_us", tDot * 1e6},
           {"weighted_us", tWeighted * 1e6},
           {"dot_gb_s", bytes / tDot / 1e9},
           {"weighted_gb_s", bytes / tWeighted / 1e9},
+          {"step_us", tStep * 1e6},
+          {"step_gb_s", 2 * bytes / tStep / 1e9},
           {"s_hash", sh.str()},
           {"o_hash", oh.str()}};
 }
@@ -197,13 +219,15 @@ int main(int argc, char** argv) {
   int repeats = 5;
   std::string round = "none";
   std::vector<AttnShape> attention;
+  bool readAhead = true;
   constexpr int64_t kMaxElements = int64_t(1) << 28;  // per matrix: 1 GiB of f32
   try {
     for (int i = 1; i < argc; ++i) {
       const std::string a = argv[i];
       if (a == "--help" || a == "-h") {
         std::cout << "matmul_bench [--shapes ROWS:K:N,...] [--dtypes bf16,f32] [--repeats R]"
-                     " [--round none|after|on-store] [--attention ROWS:LEN:HD:HEADS,...]\n";
+                     " [--round none|after|on-store] [--attention ROWS:LEN:HD:HEADS[:CAP],...]"
+                     " [--read-ahead on|off]\n";
         return 0;
       }
       if (i + 1 >= argc) throw std::invalid_argument(a + " needs a value");
@@ -223,10 +247,12 @@ int main(int argc, char** argv) {
       } else if (a == "--attention") {
         for (const std::string& t : split(v, ',')) {
           const auto p = split(t, ':');
-          if (p.size() != 4) throw std::invalid_argument("an attention shape is ROWS:LEN:HD:HEADS, not '" + t + "'");
-          const AttnShape sh{number(p[0], "ROWS", 1, 4096), number(p[1], "LEN", 1, 1 << 20),
-                             number(p[2], "HD", 1, 1024), number(p[3], "HEADS", 1, 64)};
-          if (sh.rows * sh.len * sh.hd > kMaxElements || sh.rows * sh.heads * sh.len > kMaxElements)
+          if (p.size() != 4 && p.size() != 5)
+            throw std::invalid_argument("an attention shape is ROWS:LEN:HD:HEADS[:CAP], not '" + t + "'");
+          const int64_t len = number(p[1], "LEN", 1, 1 << 20);
+          const AttnShape sh{number(p[0], "ROWS", 1, 4096), len, number(p[2], "HD", 1, 1024),
+                             number(p[3], "HEADS", 1, 64), p.size() == 5 ? number(p[4], "CAP", len, 1 << 20) : len};
+          if (sh.rows * sh.cap * sh.hd > kMaxElements || sh.rows * sh.heads * sh.len > kMaxElements)
             throw std::invalid_argument("attention shape '" + t + "' is too large");
           attention.push_back(sh);
         }
@@ -236,6 +262,9 @@ int main(int argc, char** argv) {
         if (dtypes.empty()) throw std::invalid_argument("--dtypes names no dtype");
         for (const auto& d : dtypes)
           if (d != "bf16" && d != "f32") throw std::invalid_argument("--dtypes takes bf16 and/or f32, not '" + d + "'");
+      } else if (a == "--read-ahead") {
+        if (v != "on" && v != "off") throw std::invalid_argument("--read-ahead takes on or off, not '" + v + "'");
+        readAhead = v == "on";
       } else if (a == "--round") {
         if (v != "none" && v != "after" && v != "on-store")
           throw std::invalid_argument("--round takes none, after or on-store, not '" + v + "'");
@@ -250,7 +279,8 @@ int main(int argc, char** argv) {
               << std::endl;
     for (const AttnShape& s : attention)
       for (const auto& d : dtypes)
-        std::cout << (d == "bf16" ? measureAttention<uint16_t>(s, repeats) : measureAttention<float>(s, repeats)).dump()
+        std::cout << (d == "bf16" ? measureAttention<uint16_t>(s, repeats, readAhead)
+                                   : measureAttention<float>(s, repeats, readAhead)).dump()
                   << std::endl;
     if (!attention.empty()) return 0;
     for (const Shape& s : shapes)

@@ -2,6 +2,8 @@
 // values per (row, kv head), on the kernels' shared intrinsics (cpu_simd.h).
 #include "core/model/cpu_attention.h"
 
+#include <immintrin.h>
+
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -18,6 +20,23 @@ using simd::storeMasked;
 using simd::sum16;
 using simd::sum16x16;
 using simd::sum16x4;
+
+// A ReadAhead range, prefetched into L2 at the pace a kernel reads its own rows: pace(n) after
+// reading n bytes issues the range's next n bytes (whole lines), so a call that reads as many
+// bytes as the range holds has prefetched all of it when it returns.
+class Ahead {
+ public:
+  explicit Ahead(ReadAhead r)
+      : at_(reinterpret_cast<uintptr_t>(r.data) & ~uintptr_t(63)),
+        end_(r.data && r.bytes > 0 ? reinterpret_cast<uintptr_t>(r.data) + uintptr_t(r.bytes) : 0) {}
+  void pace(int64_t bytes) {
+    for (const uintptr_t stop = at_ + uintptr_t(bytes); at_ < end_ && at_ < stop; at_ += 64)
+      _mm_prefetch(reinterpret_cast<const char*>(at_), _MM_HINT_T1);
+  }
+
+ private:
+  uintptr_t at_, end_;
+};
 
 float toFloat(float v) { return v; }
 float toFloat(uint16_t bits) { return simd::bf16ToFloat(bits); }
@@ -105,30 +124,40 @@ CROSSLAB_BF16_TARGET inline void dotRows16(const typename D::Q* q, const typenam
 
 template <class D, int R>
 CROSSLAB_BF16_TARGET void dotRowsHeads(const typename D::Q* q, const typename D::K* k, int64_t len, int64_t hd, float* s,
-                                       int64_t ss) {
+                                       int64_t ss, Ahead& ahead) {
+  constexpr int64_t kRowBytes = int64_t(sizeof(typename D::K));
   int64_t t = 0;
   // bf16 pairs, one or two heads: sixteen rows at a time, head by head (the block's 1-4 KB of
   // rows stay in L1 for the second head): per row one multiply-add per 32 values of hd and
   // 45 / 16 reducing instructions, against 14 / 4. Not for fp32 products nor four heads: each
   // head loads the rows again, and there it measured no faster (matmul_bench --attention).
   if constexpr (std::is_same_v<D, Bf16PairScores> && R <= 2)
-    for (; t + 16 <= len; t += 16)
+    for (; t + 16 <= len; t += 16) {
+      ahead.pace(16 * hd * kRowBytes);
 #pragma GCC unroll 4
       for (int r = 0; r < R; ++r) dotRows16<D>(q + r * hd, k + t * hd, hd, s + r * ss + t);
-  for (; t + 4 <= len; t += 4) dotRowsBlock<D, R>(q, k + t * hd, hd, s + t, ss);
-  for (; t < len; ++t) dotRowsOne<D, R>(q, k + t * hd, hd, s + t, ss);
+    }
+  for (; t + 4 <= len; t += 4) {
+    ahead.pace(4 * hd * kRowBytes);
+    dotRowsBlock<D, R>(q, k + t * hd, hd, s + t, ss);
+  }
+  for (; t < len; ++t) {
+    ahead.pace(hd * kRowBytes);
+    dotRowsOne<D, R>(q, k + t * hd, hd, s + t, ss);
+  }
 }
 
 template <class D>
 CROSSLAB_BF16_TARGET void dotRowsKernel(const typename D::Q* q, int64_t heads, const typename D::K* k, int64_t len,
-                                        int64_t hd, float* s, int64_t ss) {
+                                        int64_t hd, float* s, int64_t ss, ReadAhead next) {
+  Ahead ahead(next);  // paced by the first pass over the rows (the others find it done)
   int64_t h = 0;
-  for (; h + 4 <= heads; h += 4) dotRowsHeads<D, 4>(q + h * hd, k, len, hd, s + h * ss, ss);
+  for (; h + 4 <= heads; h += 4) dotRowsHeads<D, 4>(q + h * hd, k, len, hd, s + h * ss, ss, ahead);
   if (heads - h >= 2) {
-    dotRowsHeads<D, 2>(q + h * hd, k, len, hd, s + h * ss, ss);
+    dotRowsHeads<D, 2>(q + h * hd, k, len, hd, s + h * ss, ss, ahead);
     h += 2;
   }
-  if (h < heads) dotRowsHeads<D, 1>(q + h * hd, k, len, hd, s + h * ss, ss);
+  if (h < heads) dotRowsHeads<D, 1>(q + h * hd, k, len, hd, s + h * ss, ss, ahead);
 }
 
 // bf16 weights and values (a bf16 model's probabilities are bf16 after the softmax's rounding):
@@ -139,7 +168,7 @@ CROSSLAB_BF16_TARGET void dotRowsKernel(const typename D::Q* q, int64_t heads, c
 // `out` once.
 template <int R>
 CROSSLAB_BF16_TARGET inline void weightedBf16Block(const uint16_t* p, int64_t ps, const uint16_t* v, int64_t len,
-                                                   int64_t hd, int64_t d0, float* out) {
+                                                   int64_t hd, int64_t d0, float* out, Ahead& ahead) {
   alignas(64) int32_t toLo[16], toHi[16], back0[16], back1[16];
   for (int j = 0; j < 16; ++j) {
     toLo[j] = 8 * (j / 4) + j % 4;
@@ -180,6 +209,7 @@ CROSSLAB_BF16_TARGET inline void weightedBf16Block(const uint16_t* p, int64_t ps
   };
   int64_t t = 0;
   for (; t + 4 <= len; t += 4) {
+    ahead.pace(4 * 64);  // four rows' 32 values
     step(t, false, lo, hi);
     step(t + 2, false, lo2, hi2);
   }
@@ -202,30 +232,32 @@ CROSSLAB_BF16_TARGET inline void weightedBf16Block(const uint16_t* p, int64_t ps
 
 template <int R>
 CROSSLAB_BF16_TARGET void weightedBf16Heads(const uint16_t* p, int64_t ps, const uint16_t* v, int64_t len, int64_t hd,
-                                            float* out) {
-  for (int64_t d0 = 0; d0 < hd; d0 += 32) weightedBf16Block<R>(p, ps, v, len, hd, d0, out);
+                                            float* out, Ahead& ahead) {
+  for (int64_t d0 = 0; d0 < hd; d0 += 32) weightedBf16Block<R>(p, ps, v, len, hd, d0, out, ahead);
 }
 
 CROSSLAB_BF16_TARGET void weightedBf16Kernel(const uint16_t* p, int64_t heads, int64_t ps, const uint16_t* v,
-                                             int64_t len, int64_t hd, float* out) {
+                                             int64_t len, int64_t hd, float* out, ReadAhead next) {
+  Ahead ahead(next);
   int64_t h = 0;
-  for (; h + 4 <= heads; h += 4) weightedBf16Heads<4>(p + h * ps, ps, v, len, hd, out + h * hd);
+  for (; h + 4 <= heads; h += 4) weightedBf16Heads<4>(p + h * ps, ps, v, len, hd, out + h * hd, ahead);
   if (heads - h >= 2) {
-    weightedBf16Heads<2>(p + h * ps, ps, v, len, hd, out + h * hd);
+    weightedBf16Heads<2>(p + h * ps, ps, v, len, hd, out + h * hd, ahead);
     h += 2;
   }
-  if (h < heads) weightedBf16Heads<1>(p + h * ps, ps, v, len, hd, out + h * hd);
+  if (h < heads) weightedBf16Heads<1>(p + h * ps, ps, v, len, hd, out + h * hd, ahead);
 }
 
 template <class T, int R, int C>
 CROSSLAB_BF16_TARGET inline void weightedRowsBlock(const float* p, int64_t ps, const T* v, int64_t len, int64_t hd,
-                                                   int64_t d0, float* out) {
+                                                   int64_t d0, float* out, Ahead& ahead) {
   __m512 acc[R][C];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) acc[r][c] = load16Any(out + r * hd + d0 + 16 * c, hd - d0 - 16 * c);
   for (int64_t t = 0; t < len; ++t) {
+    ahead.pace(C * 16 * int64_t(sizeof(T)));
     __m512 vv[C];
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) vv[c] = load16Any(v + t * hd + d0 + 16 * c, hd - d0 - 16 * c);
@@ -244,27 +276,28 @@ CROSSLAB_BF16_TARGET inline void weightedRowsBlock(const float* p, int64_t ps, c
 
 template <class T, int R>
 CROSSLAB_BF16_TARGET void weightedRowsHeads(const float* p, int64_t ps, const T* v, int64_t len, int64_t hd,
-                                            float* out) {
+                                            float* out, Ahead& ahead) {
   for (int64_t d0 = 0; d0 < hd; d0 += 64) {
     switch (std::min<int64_t>(4, (hd - d0 + 15) / 16)) {
-      case 4: weightedRowsBlock<T, R, 4>(p, ps, v, len, hd, d0, out); break;
-      case 3: weightedRowsBlock<T, R, 3>(p, ps, v, len, hd, d0, out); break;
-      case 2: weightedRowsBlock<T, R, 2>(p, ps, v, len, hd, d0, out); break;
-      default: weightedRowsBlock<T, R, 1>(p, ps, v, len, hd, d0, out); break;
+      case 4: weightedRowsBlock<T, R, 4>(p, ps, v, len, hd, d0, out, ahead); break;
+      case 3: weightedRowsBlock<T, R, 3>(p, ps, v, len, hd, d0, out, ahead); break;
+      case 2: weightedRowsBlock<T, R, 2>(p, ps, v, len, hd, d0, out, ahead); break;
+      default: weightedRowsBlock<T, R, 1>(p, ps, v, len, hd, d0, out, ahead); break;
     }
   }
 }
 
 template <class T>
 CROSSLAB_BF16_TARGET void weightedRowsKernel(const float* p, int64_t heads, int64_t ps, const T* v, int64_t len,
-                                             int64_t hd, float* out) {
+                                             int64_t hd, float* out, ReadAhead next) {
+  Ahead ahead(next);
   int64_t h = 0;
-  for (; h + 4 <= heads; h += 4) weightedRowsHeads<T, 4>(p + h * ps, ps, v, len, hd, out + h * hd);
+  for (; h + 4 <= heads; h += 4) weightedRowsHeads<T, 4>(p + h * ps, ps, v, len, hd, out + h * hd, ahead);
   if (heads - h >= 2) {
-    weightedRowsHeads<T, 2>(p + h * ps, ps, v, len, hd, out + h * hd);
+    weightedRowsHeads<T, 2>(p + h * ps, ps, v, len, hd, out + h * hd, ahead);
     h += 2;
   }
-  if (h < heads) weightedRowsHeads<T, 1>(p + h * ps, ps, v, len, hd, out + h * hd);
+  if (h < heads) weightedRowsHeads<T, 1>(p + h * ps, ps, v, len, hd, out + h * hd, ahead);
 }
 
 template <class T>
@@ -287,32 +320,38 @@ void weightedRowsPortable(const float* p, int64_t heads, int64_t ps, const T* v,
 }  // namespace
 
 // The fp32 rows need only AVX-512F, but share the bf16 kernels' target: one check.
-void dotRows(const float* q, int64_t heads, const float* k, int64_t len, int64_t hd, float* s, int64_t ss) {
-  bf16KernelsAvailable() ? dotRowsKernel<WidenedScores<float>>(q, heads, k, len, hd, s, ss)
+void dotRows(const float* q, int64_t heads, const float* k, int64_t len, int64_t hd, float* s, int64_t ss,
+             ReadAhead next) {
+  bf16KernelsAvailable() ? dotRowsKernel<WidenedScores<float>>(q, heads, k, len, hd, s, ss, next)
                          : dotRowsPortable(q, heads, k, len, hd, s, ss);
 }
-void dotRows(const float* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss) {
-  bf16KernelsAvailable() ? dotRowsKernel<WidenedScores<uint16_t>>(q, heads, k, len, hd, s, ss)
+void dotRows(const float* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss,
+             ReadAhead next) {
+  bf16KernelsAvailable() ? dotRowsKernel<WidenedScores<uint16_t>>(q, heads, k, len, hd, s, ss, next)
                          : dotRowsPortable(q, heads, k, len, hd, s, ss);
 }
-void dotRows(const uint16_t* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss) {
-  if (bf16KernelsAvailable()) return dotRowsKernel<Bf16PairScores>(q, heads, k, len, hd, s, ss);
+void dotRows(const uint16_t* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss,
+             ReadAhead next) {
+  if (bf16KernelsAvailable()) return dotRowsKernel<Bf16PairScores>(q, heads, k, len, hd, s, ss, next);
   std::vector<float> qf(size_t(heads * hd));  // exact: bf16 widened
   for (size_t i = 0; i < qf.size(); ++i) qf[i] = toFloat(q[i]);
   dotRowsPortable(qf.data(), heads, k, len, hd, s, ss);
 }
-void weightedRows(const uint16_t* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out) {
-  if (bf16KernelsAvailable()) return weightedBf16Kernel(p, heads, ps, v, len, hd, out);
+void weightedRows(const uint16_t* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out,
+                  ReadAhead next) {
+  if (bf16KernelsAvailable()) return weightedBf16Kernel(p, heads, ps, v, len, hd, out, next);
   std::vector<float> pf(size_t(heads * ps));  // exact: bf16 widened
   for (size_t i = 0; i < pf.size(); ++i) pf[i] = toFloat(p[i]);
   weightedRowsPortable(pf.data(), heads, ps, v, len, hd, out);
 }
-void weightedRows(const float* p, int64_t heads, int64_t ps, const float* v, int64_t len, int64_t hd, float* out) {
-  bf16KernelsAvailable() ? weightedRowsKernel(p, heads, ps, v, len, hd, out)
+void weightedRows(const float* p, int64_t heads, int64_t ps, const float* v, int64_t len, int64_t hd, float* out,
+                  ReadAhead next) {
+  bf16KernelsAvailable() ? weightedRowsKernel(p, heads, ps, v, len, hd, out, next)
                          : weightedRowsPortable(p, heads, ps, v, len, hd, out);
 }
-void weightedRows(const float* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out) {
-  bf16KernelsAvailable() ? weightedRowsKernel(p, heads, ps, v, len, hd, out)
+void weightedRows(const float* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out,
+                  ReadAhead next) {
+  bf16KernelsAvailable() ? weightedRowsKernel(p, heads, ps, v, len, hd, out, next)
                          : weightedRowsPortable(p, heads, ps, v, len, hd, out);
 }
 

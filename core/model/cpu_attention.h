@@ -7,25 +7,43 @@
 
 namespace crosslab::model {
 
+// The bytes a caller reads right after this call (the value rows after the key rows, the next
+// kv head's keys after the values): the kernels prefetch them into L2 while they work, a line
+// for each line they read, so the next call does not start cold. One (row, kv head)'s rows are
+// a short stream (a 260-token row of the demo model: 16 KB) that the hardware prefetchers
+// pick up only after a few misses, and successive rows of the KV cache are apart (each has
+// the cache's capacity): with many streams the kernels waited on memory at each start
+// (matmul_bench --attention ... --layout cache against --layout packed). Empty: nothing.
+struct ReadAhead {
+  const void* data = nullptr;
+  int64_t bytes = 0;
+};
+
 // Attention of `heads` query heads (q row-major [heads, hd]) over the cached rows of the kv
 // head they share (row-major [len, hd]; bf16 as uint16_t bits), fp32 arithmetic; each cached
 // row is read from memory once for all the heads (bf16 scores for one or two heads: once per
 // head, sixteen rows at a time, the second read from L1), and each head's result is
 // bit-identical to computing it alone (heads = 1):
 //   s[h * ss + t] = q_h · K_t        out[h * hd + d] += sum_t p[h * ps + t] V_t[d] (t in order)
-void dotRows(const float* q, int64_t heads, const float* k, int64_t len, int64_t hd, float* s, int64_t ss);
-void dotRows(const float* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss);
+void dotRows(const float* q, int64_t heads, const float* k, int64_t len, int64_t hd, float* s, int64_t ss,
+             ReadAhead next = {});
+void dotRows(const float* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss,
+             ReadAhead next = {});
 // The same with bf16 queries (bits): each product of two bf16 values exact, summed in fp32 in
 // pairs (AVX512-BF16's VDPBF16PS, half the work of widening the keys, which reads denormal
 // inputs as zero and flushes denormal sums; a portable loop without it). Each head
 // bit-identical to computing it alone here too.
-void dotRows(const uint16_t* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss);
-void weightedRows(const float* p, int64_t heads, int64_t ps, const float* v, int64_t len, int64_t hd, float* out);
-void weightedRows(const float* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out);
+void dotRows(const uint16_t* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss,
+             ReadAhead next = {});
+void weightedRows(const float* p, int64_t heads, int64_t ps, const float* v, int64_t len, int64_t hd, float* out,
+                  ReadAhead next = {});
+void weightedRows(const float* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out,
+                  ReadAhead next = {});
 // The same with bf16 weights (bits): exact products summed in fp32 two cached rows at a time
 // (VDPBF16PS, t + 1's product first, denormals as above), not t by t, into two partial sums
 // (rows 4i, 4i + 1 onto `out`; rows 4i + 2, 4i + 3 and an odd last row from zero) added at
 // the end.
-void weightedRows(const uint16_t* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out);
+void weightedRows(const uint16_t* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out,
+                  ReadAhead next = {});
 
 }  // namespace crosslab::model

@@ -287,11 +287,13 @@ void ropeTables(const int64_t* positions, int64_t n, const float* invFreq, int64
 // over positions 0..len-1 (all visible to the newest token); the kv head's rows are read from
 // memory once for all of them (core/model/cpu_attention.h). Per head: scores dot rounded,
 // times 1/sqrt(hd) rounded; softmax in fp32, the probabilities rounded; the weighted sum of
-// values in fp32, rounded. kg/vg: [capacity, hd].
+// values in fp32, rounded. kg/vg: [capacity, hd]. The kernels prefetch what comes next: the
+// values while they score the keys, `nextKeys` (the next pair's keys) while they weigh the values.
 template <class M>
 void attendGroup(const float* q, int64_t heads, const typename M::Storage* kg, const typename M::Storage* vg,
-                 int64_t len, int64_t hd, float scale, std::vector<float>& scores, float* out) {
+                 int64_t len, int64_t hd, float scale, std::vector<float>& scores, float* out, ReadAhead nextKeys) {
   using Bits = typename M::Bits;
+  const ReadAhead values{vg, len * hd * int64_t(sizeof(typename M::Storage))};
   scores.resize(size_t(heads * len));
   // A bf16 model's q is bf16 after RoPE's rounding and its probabilities after divideRound:
   // exact as bits, for the kernels that multiply bf16 pairs (without them, the fp32 loops).
@@ -300,9 +302,9 @@ void attendGroup(const float* q, int64_t heads, const typename M::Storage* kg, c
     thread_local std::vector<uint16_t> qb;
     qb.resize(size_t(heads * hd));
     toBf16Bits(q, qb.data(), heads * hd);
-    dotRows(qb.data(), heads, reinterpret_cast<const uint16_t*>(kg), len, hd, scores.data(), len);
+    dotRows(qb.data(), heads, reinterpret_cast<const uint16_t*>(kg), len, hd, scores.data(), len, values);
   } else {
-    dotRows(q, heads, reinterpret_cast<const Bits*>(kg), len, hd, scores.data(), len);
+    dotRows(q, heads, reinterpret_cast<const Bits*>(kg), len, hd, scores.data(), len, values);
   }
   for (int64_t h = 0; h < heads; ++h) {
     float* sh = scores.data() + h * len;
@@ -315,9 +317,9 @@ void attendGroup(const float* q, int64_t heads, const typename M::Storage* kg, c
     thread_local std::vector<uint16_t> pb;
     pb.resize(scores.size());
     toBf16Bits(scores.data(), pb.data(), int64_t(pb.size()));
-    weightedRows(pb.data(), heads, len, reinterpret_cast<const uint16_t*>(vg), len, hd, out);
+    weightedRows(pb.data(), heads, len, reinterpret_cast<const uint16_t*>(vg), len, hd, out, nextKeys);
   } else {
-    weightedRows(scores.data(), heads, len, reinterpret_cast<const Bits*>(vg), len, hd, out);
+    weightedRows(scores.data(), heads, len, reinterpret_cast<const Bits*>(vg), len, hd, out, nextKeys);
   }
   if (M::kBf16) roundBf16(out, heads * hd);
 }
@@ -413,9 +415,12 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
       thread_local std::vector<float> scores;
       for (int64_t bg = begin; bg < end; ++bg) {
         const int64_t b = bg / nkv, g = bg % nkv;
-        const size_t off = size_t(((b * nkv + g) * cap) * hd);
+        const size_t off = size_t(bg * cap * hd);  // row b's kv head g: [r0 + b, g] of [B, nkv, cap, hd]
+        ReadAhead nextKeys;  // the next pair's keys, which the next iteration reads first
+        if (bg + 1 < end)
+          nextKeys = {kc + off + size_t(cap * hd), (lengths[(bg + 1) / nkv] + 1) * hd * int64_t(sizeof(S))};
         attendGroup<M>(q.row(b) + g * rep * hd, rep, kc + off, vc + off, lengths[b] + 1, hd, scale, scores,
-                       o.row(b) + g * rep * hd);
+                       o.row(b) + g * rep * hd, nextKeys);
       }
     });
     clock.charge(&DecodeTimes::attention);

@@ -316,6 +316,46 @@ class TestCpuMatmul : public QObject {
         }
   }
 
+  // Reading ahead (the kernels prefetching the range the caller reads next) changes no bit of
+  // any attention kernel's results, whatever the range: shorter or longer than the rows read,
+  // unaligned, or the rows themselves.
+  void readAheadKeepsTheBits() {
+    std::mt19937 rng(17);
+    std::normal_distribution<float> normal;
+    for (int64_t hd : {32, 40, 64})
+      for (int64_t len : {1, 5, 16, 37})
+        for (int64_t heads : {1, 2, 4, 6}) {
+          const auto sz = [](int64_t m) { return static_cast<size_t>(m); };
+          std::vector<float> qf(sz(heads * hd)), pf(sz(heads * len)), kf(sz(len * hd));
+          std::vector<uint16_t> qb(qf.size()), pb(pf.size()), kb(kf.size());
+          for (size_t i = 0; i < qf.size(); ++i) qf[i] = fromBf16(qb[i] = toBf16(normal(rng)));
+          for (size_t i = 0; i < pf.size(); ++i) pf[i] = fromBf16(pb[i] = toBf16(std::fabs(normal(rng))));
+          for (size_t i = 0; i < kf.size(); ++i) kf[i] = fromBf16(kb[i] = toBf16(normal(rng)));
+          std::vector<char> other(sz(3 * len * hd * 4 + 200));
+          const std::vector<ReadAhead> aheads = {{other.data() + 3, int64_t(other.size()) - 3},
+                                                 {other.data() + 64, 100},
+                                                 {kf.data(), int64_t(kf.size() * sizeof(float))}};
+          const QString where = QString("hd %1 len %2 heads %3").arg(hd).arg(len).arg(heads);
+          // Each kernel's results without reading ahead, then with each range: the same bytes.
+          const auto same = [&](const auto& run, size_t n) {
+            std::vector<float> plain(n, 1.0f);
+            run(plain.data(), ReadAhead{});
+            for (const ReadAhead& a : aheads) {
+              std::vector<float> with(n, 1.0f);
+              run(with.data(), a);
+              QVERIFY2(std::memcmp(plain.data(), with.data(), n * sizeof(float)) == 0, qPrintable(where));
+            }
+          };
+          const size_t scores = sz(heads * len), outs = sz(heads * hd);
+          same([&](float* s, ReadAhead a) { dotRows(qf.data(), heads, kf.data(), len, hd, s, len, a); }, scores);
+          same([&](float* s, ReadAhead a) { dotRows(qf.data(), heads, kb.data(), len, hd, s, len, a); }, scores);
+          same([&](float* s, ReadAhead a) { dotRows(qb.data(), heads, kb.data(), len, hd, s, len, a); }, scores);
+          same([&](float* o, ReadAhead a) { weightedRows(pf.data(), heads, len, kf.data(), len, hd, o, a); }, outs);
+          same([&](float* o, ReadAhead a) { weightedRows(pf.data(), heads, len, kb.data(), len, hd, o, a); }, outs);
+          same([&](float* o, ReadAhead a) { weightedRows(pb.data(), heads, len, kb.data(), len, hd, o, a); }, outs);
+        }
+  }
+
   // The kernels' two horizontal sums give the same bits, each vector's lanes halved in turn
   // (l + l+8, then +4, +2, +1): a row reduced with sixteen others or with three has one sum.
   void horizontalSumsShareOneOrder() {
