@@ -14,9 +14,13 @@
 // (or values) they read, and hashes of both results. The demo model: 16:256:32:2 is one layer
 // and kv head of a 32-stream step's row group at half of a 512-token run. CAP (default LEN):
 // each sequence's rows start CAP positions after the previous one's, as in the KV cache (its
-// capacity); step_us times what the fused step does, sequence by sequence the scores then the
-// weighted values, each kernel reading ahead what comes next (--read-ahead off: not; the
-// hashes are the same either way). 512:260:32:2:2048 is the demo model's four layers and two
+// capacity). step_us (and step_gb_s, keys and values) times what the fused step does, sequence
+// by sequence the scores then the weighted values. Every kernel call reads ahead what comes
+// next, as the engine's do (cpu_attention.h: the next sequence's keys or values in the dot and
+// weighted passes; in the step, the values after the keys, the next keys after the values);
+// --read-ahead off: none, as builds before 2026-12-03 (tenth session) timed dot_us and
+// weighted_us. The hashes are the same either way (CAP > LEN fills more random values, so its
+// hashes differ from CAP = LEN's). 512:260:32:2:2048 is the demo model's four layers and two
 // kv heads at 64 streams, mid-run, in the cache's layout.
 //
 // --round: a bf16 model's products are rounded to bf16: `after` times the product followed by
@@ -117,8 +121,8 @@ nlohmann::json measure(const Shape& s, int repeats, const std::string& round) {
 
 // The fused step's attention kernels (core/model/cpu_attention.h) for one layer and kv head of
 // a decode step: `rows` sequences, each with `len` cached keys and values of its own (hd
-// values each, in memory one after another as in the KV cache), `heads` query heads reading
-// them. bf16: bf16 queries and probabilities (a bf16 model's), fp32: fp32 throughout.
+// values each, in memory one after another; a sequence's first `cap` positions after the
+// previous one's, as in the KV cache), `heads` query heads reading them. bf16: bf16 queries and probabilities (a bf16 model's), fp32: fp32 throughout.
 struct AttnShape {
   int64_t rows, len, hd, heads, cap;
 };
@@ -134,10 +138,10 @@ nlohmann::json measureAttention(const AttnShape& a, int repeats, bool readAhead)
   randomValues(rng, normal, q);
   randomValues(rng, normal, p, true);
   std::vector<float> s(size_t(a.rows * a.heads * a.len)), o(size_t(a.rows * a.heads * a.hd));
-  const int64_t rowBytes = a.len * a.hd * int64_t(sizeof(T));
+  const int64_t sequenceBytes = a.len * a.hd * int64_t(sizeof(T));  // one sequence's keys (or values)
   const auto at = [&](const std::vector<T>& x, int64_t r) { return x.data() + r * a.cap * a.hd; };
   const auto ahead = [&](const std::vector<T>& x, int64_t r) {
-    return readAhead && r < a.rows ? ReadAhead{at(x, r), rowBytes} : ReadAhead{};
+    return readAhead && r < a.rows ? ReadAhead{at(x, r), sequenceBytes} : ReadAhead{};
   };
   const auto dot = [&] {
     for (int64_t r = 0; r < a.rows; ++r)

@@ -2,8 +2,7 @@
 // values per (row, kv head), on the kernels' shared intrinsics (cpu_simd.h).
 #include "core/model/cpu_attention.h"
 
-#include <immintrin.h>
-
+#include <algorithm>
 #include <cstring>
 #include <type_traits>
 #include <vector>
@@ -21,21 +20,31 @@ using simd::sum16;
 using simd::sum16x16;
 using simd::sum16x4;
 
-// A ReadAhead range, prefetched into L2 at the pace a kernel reads its own rows: pace(n) after
-// reading n bytes issues the range's next n bytes (whole lines), so a call that reads as many
-// bytes as the range holds has prefetched all of it when it returns.
+thread_local int64_t tReadAheadLines = 0;  // readAheadLinesIssued()
+
+// A ReadAhead range, prefetched (hint T1: into L2) as a kernel reads its own rows: pace(n), as
+// it reads n more bytes, issues each line of the range's first n more bytes not issued yet, so
+// a call that reads as many bytes as the range holds has issued every line of it, each once,
+// by the time it returns. Callers pace the bytes their first pass over the rows reads (later
+// passes, for more heads, read them again from cache and pace the rest of a longer range).
 class Ahead {
  public:
   explicit Ahead(ReadAhead r)
-      : at_(reinterpret_cast<uintptr_t>(r.data) & ~uintptr_t(63)),
+      : line_(reinterpret_cast<uintptr_t>(r.data) & ~uintptr_t(63)),
+        due_(reinterpret_cast<uintptr_t>(r.data)),
         end_(r.data && r.bytes > 0 ? reinterpret_cast<uintptr_t>(r.data) + uintptr_t(r.bytes) : 0) {}
+  ~Ahead() { tReadAheadLines += issued_; }
+  Ahead(const Ahead&) = delete;
+  Ahead& operator=(const Ahead&) = delete;
   void pace(int64_t bytes) {
-    for (const uintptr_t stop = at_ + uintptr_t(bytes); at_ < end_ && at_ < stop; at_ += 64)
-      _mm_prefetch(reinterpret_cast<const char*>(at_), _MM_HINT_T1);
+    if (line_ >= end_) return;
+    due_ = std::min(end_, due_ + uintptr_t(bytes));
+    for (; line_ < due_; line_ += 64, ++issued_) _mm_prefetch(reinterpret_cast<const char*>(line_), _MM_HINT_T1);
   }
 
  private:
-  uintptr_t at_, end_;
+  uintptr_t line_, due_, end_;  // the next line to issue; the range's bytes paid for; its end
+  int64_t issued_ = 0;
 };
 
 float toFloat(float v) { return v; }
@@ -108,13 +117,16 @@ CROSSLAB_BF16_TARGET inline void dotRowsOne(const typename D::Q* q, const typena
   for (int r = 0; r < R; ++r) s[r * ss] = sum16(a[r]);
 }
 
-// Sixteen cached rows for one head: their sixteen dot products reduced as one vector.
+// Sixteen cached rows for one head: their sixteen dot products reduced as one vector. Paces
+// `ahead` (when given) by each step's sixteen pieces of rows, not a large hd's whole block at once.
 template <class D>
-CROSSLAB_BF16_TARGET inline void dotRows16(const typename D::Q* q, const typename D::K* row, int64_t hd, float* s) {
+CROSSLAB_BF16_TARGET inline void dotRows16(const typename D::Q* q, const typename D::K* row, int64_t hd, float* s,
+                                           Ahead* ahead) {
   __m512 a[16];
 #pragma GCC unroll 16
   for (int i = 0; i < 16; ++i) a[i] = _mm512_setzero_ps();
   for (int64_t d = 0; d < hd; d += D::kStep) {
+    if (ahead) ahead->pace(16 * std::min(D::kStep, hd - d) * int64_t(sizeof(typename D::K)));
     const auto qv = D::load(q + d, hd - d);
 #pragma GCC unroll 16
     for (int i = 0; i < 16; ++i) a[i] = D::madd(a[i], qv, D::load(row + i * hd + d, hd - d));
@@ -125,24 +137,22 @@ CROSSLAB_BF16_TARGET inline void dotRows16(const typename D::Q* q, const typenam
 template <class D, int R>
 CROSSLAB_BF16_TARGET void dotRowsHeads(const typename D::Q* q, const typename D::K* k, int64_t len, int64_t hd, float* s,
                                        int64_t ss, Ahead& ahead) {
-  constexpr int64_t kRowBytes = int64_t(sizeof(typename D::K));
+  const int64_t rowBytes = hd * int64_t(sizeof(typename D::K));
   int64_t t = 0;
   // bf16 pairs, one or two heads: sixteen rows at a time, head by head (the block's 1-4 KB of
   // rows stay in L1 for the second head): per row one multiply-add per 32 values of hd and
   // 45 / 16 reducing instructions, against 14 / 4. Not for fp32 products nor four heads: each
   // head loads the rows again, and there it measured no faster (matmul_bench --attention).
   if constexpr (std::is_same_v<D, Bf16PairScores> && R <= 2)
-    for (; t + 16 <= len; t += 16) {
-      ahead.pace(16 * hd * kRowBytes);
+    for (; t + 16 <= len; t += 16)
 #pragma GCC unroll 4
-      for (int r = 0; r < R; ++r) dotRows16<D>(q + r * hd, k + t * hd, hd, s + r * ss + t);
-    }
+      for (int r = 0; r < R; ++r) dotRows16<D>(q + r * hd, k + t * hd, hd, s + r * ss + t, r == 0 ? &ahead : nullptr);
   for (; t + 4 <= len; t += 4) {
-    ahead.pace(4 * hd * kRowBytes);
+    ahead.pace(4 * rowBytes);
     dotRowsBlock<D, R>(q, k + t * hd, hd, s + t, ss);
   }
   for (; t < len; ++t) {
-    ahead.pace(hd * kRowBytes);
+    ahead.pace(rowBytes);
     dotRowsOne<D, R>(q, k + t * hd, hd, s + t, ss);
   }
 }
@@ -150,7 +160,7 @@ CROSSLAB_BF16_TARGET void dotRowsHeads(const typename D::Q* q, const typename D:
 template <class D>
 CROSSLAB_BF16_TARGET void dotRowsKernel(const typename D::Q* q, int64_t heads, const typename D::K* k, int64_t len,
                                         int64_t hd, float* s, int64_t ss, ReadAhead next) {
-  Ahead ahead(next);  // paced by the first pass over the rows (the others find it done)
+  Ahead ahead(next);
   int64_t h = 0;
   for (; h + 4 <= heads; h += 4) dotRowsHeads<D, 4>(q + h * hd, k, len, hd, s + h * ss, ss, ahead);
   if (heads - h >= 2) {
@@ -180,7 +190,7 @@ CROSSLAB_BF16_TARGET inline void weightedBf16Block(const uint16_t* p, int64_t ps
   }
   const __m512i iLo = _mm512_load_si512(toLo), iHi = _mm512_load_si512(toHi);
   const __m512i iB0 = _mm512_load_si512(back0), iB1 = _mm512_load_si512(back1);
-  const int64_t valid = hd - d0;
+  const int64_t valid = hd - d0, rowBytes = std::min<int64_t>(32, valid) * 2;  // of each cached row read here
   __m512 lo[R], hi[R];
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
@@ -209,15 +219,19 @@ CROSSLAB_BF16_TARGET inline void weightedBf16Block(const uint16_t* p, int64_t ps
   };
   int64_t t = 0;
   for (; t + 4 <= len; t += 4) {
-    ahead.pace(4 * 64);  // four rows' 32 values
+    ahead.pace(4 * rowBytes);
     step(t, false, lo, hi);
     step(t + 2, false, lo2, hi2);
   }
   if (t + 2 <= len) {
+    ahead.pace(2 * rowBytes);
     step(t, false, lo, hi);
     t += 2;
   }
-  if (t < len) step(t, true, lo2, hi2);
+  if (t < len) {
+    ahead.pace(rowBytes);
+    step(t, true, lo2, hi2);
+  }
 #pragma GCC unroll 4
   for (int r = 0; r < R; ++r) {
     lo[r] = _mm512_add_ps(lo[r], lo2[r]);
@@ -256,8 +270,9 @@ CROSSLAB_BF16_TARGET inline void weightedRowsBlock(const float* p, int64_t ps, c
   for (int r = 0; r < R; ++r)
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) acc[r][c] = load16Any(out + r * hd + d0 + 16 * c, hd - d0 - 16 * c);
+  const int64_t rowBytes = std::min<int64_t>(16 * C, hd - d0) * int64_t(sizeof(T));  // of each cached row read here
   for (int64_t t = 0; t < len; ++t) {
-    ahead.pace(C * 16 * int64_t(sizeof(T)));
+    ahead.pace(rowBytes);
     __m512 vv[C];
 #pragma GCC unroll 4
     for (int c = 0; c < C; ++c) vv[c] = load16Any(v + t * hd + d0 + 16 * c, hd - d0 - 16 * c);
@@ -318,6 +333,8 @@ void weightedRowsPortable(const float* p, int64_t heads, int64_t ps, const T* v,
 }
 
 }  // namespace
+
+int64_t readAheadLinesIssued() { return tReadAheadLines; }
 
 // The fp32 rows need only AVX-512F, but share the bf16 kernels' target: one check.
 void dotRows(const float* q, int64_t heads, const float* k, int64_t len, int64_t hd, float* s, int64_t ss,

@@ -7,13 +7,14 @@
 
 namespace crosslab::model {
 
-// The bytes a caller reads right after this call (the value rows after the key rows, the next
-// kv head's keys after the values): the kernels prefetch them into L2 while they work, a line
-// for each line they read, so the next call does not start cold. One (row, kv head)'s rows are
-// a short stream (a 260-token row of the demo model: 16 KB) that the hardware prefetchers
-// pick up only after a few misses, and successive rows of the KV cache are apart (each has
-// the cache's capacity): with many streams the kernels waited on memory at each start
-// (matmul_bench --attention ... --layout cache against --layout packed). Empty: nothing.
+// The bytes a caller reads right after this call (the pair's values after its keys, the next
+// (row, kv head) pair's keys after the values): the vector kernels prefetch them into L2 as
+// they read their own rows, a line as each line's worth of their rows is read, so the next call
+// does not start cold (the portable loops do not). One pair's cached rows are a short stream (a
+// 260-token row of the demo model: 16 KB) that the hardware prefetchers pick up only after a few
+// misses, and the next pair's start a cache capacity further on: with many streams the kernels
+// waited on memory at each start (matmul_bench --attention ROWS:LEN:HD:HEADS:CAP, CAP = LEN
+// against 2048, --read-ahead on|off). Empty: nothing.
 struct ReadAhead {
   const void* data = nullptr;
   int64_t bytes = 0;
@@ -45,5 +46,8 @@ void weightedRows(const float* p, int64_t heads, int64_t ps, const uint16_t* v, 
 // the end.
 void weightedRows(const uint16_t* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out,
                   ReadAhead next = {});
+
+// Lines of ReadAhead ranges the kernels have prefetched on this thread so far (for tests).
+int64_t readAheadLinesIssued();
 
 }  // namespace crosslab::model

@@ -316,43 +316,60 @@ class TestCpuMatmul : public QObject {
         }
   }
 
-  // Reading ahead (the kernels prefetching the range the caller reads next) changes no bit of
-  // any attention kernel's results, whatever the range: shorter or longer than the rows read,
-  // unaligned, or the rows themselves.
-  void readAheadKeepsTheBits() {
+  // Reading ahead (cpu_attention.h: the vector kernels prefetching the range their caller reads
+  // next) issues each line of the range once, as many of its bytes as the kernel has read of its
+  // own rows (a pass over the rows per group of heads), and changes no bit of any result: for
+  // ranges shorter and longer than that, unaligned, and empty.
+  void readAheadIssuesItsLinesAndKeepsTheBits() {
+    if (!bf16KernelsAvailable()) QSKIP("no AVX512-BF16: the portable loops do not read ahead");
     std::mt19937 rng(17);
     std::normal_distribution<float> normal;
+    std::vector<char> other(40000);
+    const uintptr_t base = (reinterpret_cast<uintptr_t>(other.data()) + 63) & ~uintptr_t(63);
+    const auto lines = [](uintptr_t from, int64_t n) { return n <= 0 ? 0 : int64_t((from + uintptr_t(n) - 1) / 64 - from / 64 + 1); };
     for (int64_t hd : {32, 40, 64})
       for (int64_t len : {1, 5, 16, 37})
-        for (int64_t heads : {1, 2, 4, 6}) {
+        for (int64_t heads : {1, 2, 3, 4, 6}) {
           const auto sz = [](int64_t m) { return static_cast<size_t>(m); };
           std::vector<float> qf(sz(heads * hd)), pf(sz(heads * len)), kf(sz(len * hd));
           std::vector<uint16_t> qb(qf.size()), pb(pf.size()), kb(kf.size());
           for (size_t i = 0; i < qf.size(); ++i) qf[i] = fromBf16(qb[i] = toBf16(normal(rng)));
           for (size_t i = 0; i < pf.size(); ++i) pf[i] = fromBf16(pb[i] = toBf16(std::fabs(normal(rng))));
           for (size_t i = 0; i < kf.size(); ++i) kf[i] = fromBf16(kb[i] = toBf16(normal(rng)));
-          std::vector<char> other(sz(3 * len * hd * 4 + 200));
-          const std::vector<ReadAhead> aheads = {{other.data() + 3, int64_t(other.size()) - 3},
-                                                 {other.data() + 64, 100},
-                                                 {kf.data(), int64_t(kf.size() * sizeof(float))}};
-          const QString where = QString("hd %1 len %2 heads %3").arg(hd).arg(len).arg(heads);
-          // Each kernel's results without reading ahead, then with each range: the same bytes.
-          const auto same = [&](const auto& run, size_t n) {
+          const int64_t passes = heads / 4 + (heads % 4 >= 2 ? 1 : 0) + heads % 2;  // groups of 4, 2, 1 heads
+          const size_t scores = sz(heads * len), outs = sz(heads * hd);
+          // One kernel call (its cached rows `elem` bytes a value) with and without each range.
+          const auto check = [&](const char* name, size_t n, int64_t elem, const auto& run) -> QString {
             std::vector<float> plain(n, 1.0f);
             run(plain.data(), ReadAhead{});
-            for (const ReadAhead& a : aheads) {
-              std::vector<float> with(n, 1.0f);
-              run(with.data(), a);
-              QVERIFY2(std::memcmp(plain.data(), with.data(), n * sizeof(float)) == 0, qPrintable(where));
-            }
+            const int64_t paced = passes * len * hd * elem;
+            for (int64_t offset : {0, 3})
+              for (int64_t bytes : {int64_t(0), int64_t(100), paced, paced + 1000}) {
+                const uintptr_t from = base + uintptr_t(offset);
+                std::vector<float> with(n, 1.0f);
+                const int64_t before = readAheadLinesIssued();
+                run(with.data(), ReadAhead{reinterpret_cast<const void*>(from), bytes});
+                const int64_t issued = readAheadLinesIssued() - before, expected = lines(from, std::min(bytes, paced));
+                const QString where = QString("%1 hd %2 len %3 heads %4, range +%5 of %6 bytes")
+                                          .arg(name).arg(hd).arg(len).arg(heads).arg(offset).arg(bytes);
+                if (issued != expected) return where + QString(": %1 lines issued, not %2").arg(issued).arg(expected);
+                if (std::memcmp(plain.data(), with.data(), n * sizeof(float)) != 0) return where + ": other bits";
+              }
+            return {};
           };
-          const size_t scores = sz(heads * len), outs = sz(heads * hd);
-          same([&](float* s, ReadAhead a) { dotRows(qf.data(), heads, kf.data(), len, hd, s, len, a); }, scores);
-          same([&](float* s, ReadAhead a) { dotRows(qf.data(), heads, kb.data(), len, hd, s, len, a); }, scores);
-          same([&](float* s, ReadAhead a) { dotRows(qb.data(), heads, kb.data(), len, hd, s, len, a); }, scores);
-          same([&](float* o, ReadAhead a) { weightedRows(pf.data(), heads, len, kf.data(), len, hd, o, a); }, outs);
-          same([&](float* o, ReadAhead a) { weightedRows(pf.data(), heads, len, kb.data(), len, hd, o, a); }, outs);
-          same([&](float* o, ReadAhead a) { weightedRows(pb.data(), heads, len, kb.data(), len, hd, o, a); }, outs);
+          QString e;
+          e = check("dot f32", scores, 4, [&](float* s, ReadAhead a) { dotRows(qf.data(), heads, kf.data(), len, hd, s, len, a); });
+          QVERIFY2(e.isEmpty(), qPrintable(e));
+          e = check("dot bf16 keys", scores, 2, [&](float* s, ReadAhead a) { dotRows(qf.data(), heads, kb.data(), len, hd, s, len, a); });
+          QVERIFY2(e.isEmpty(), qPrintable(e));
+          e = check("dot bf16 pairs", scores, 2, [&](float* s, ReadAhead a) { dotRows(qb.data(), heads, kb.data(), len, hd, s, len, a); });
+          QVERIFY2(e.isEmpty(), qPrintable(e));
+          e = check("weighted f32", outs, 4, [&](float* o, ReadAhead a) { weightedRows(pf.data(), heads, len, kf.data(), len, hd, o, a); });
+          QVERIFY2(e.isEmpty(), qPrintable(e));
+          e = check("weighted bf16 values", outs, 2, [&](float* o, ReadAhead a) { weightedRows(pf.data(), heads, len, kb.data(), len, hd, o, a); });
+          QVERIFY2(e.isEmpty(), qPrintable(e));
+          e = check("weighted bf16 pairs", outs, 2, [&](float* o, ReadAhead a) { weightedRows(pb.data(), heads, len, kb.data(), len, hd, o, a); });
+          QVERIFY2(e.isEmpty(), qPrintable(e));
         }
   }
 
