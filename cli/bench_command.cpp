@@ -197,8 +197,9 @@ class CliListener : public SweepListener {
       return;
     }
     out_ << "  c=" << l.context.maxConcurrency << "  completed " << l.completed << "  failed " << l.failed
-         << "  output " << fixed(l.outputThroughput, 1) << " tok/s  per-stream " << fixed(l.perStreamTokS, 1)
-         << " tok/s  TTFT p50 " << fixed(l.ttft.medianMs, 1) << " p99 " << fixed(l.ttft.p99Ms, 1) << " ms  TPOT p50 "
+         << "  output " << fixed(l.outputThroughput, 1) << " tok/s  per-stream "
+         << (l.perStreamMeasured ? fixed(l.perStreamTokS, 1) + " tok/s" : std::string("n/a (every reply read at once)"))
+         << "  TTFT p50 " << fixed(l.ttft.medianMs, 1) << " p99 " << fixed(l.ttft.p99Ms, 1) << " ms  TPOT p50 "
          << fixed(l.tpot.medianMs, 2) << " p99 " << fixed(l.tpot.p99Ms, 2) << " ms"
          << (l.usdPerMOutputTokens ? "  $" + fixed(*l.usdPerMOutputTokens, 3) + "/M" : "")
          << "  tokens from " << l.outputTokensSource << "\n";

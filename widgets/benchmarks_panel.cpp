@@ -100,10 +100,12 @@ BenchmarksPanel::BenchmarksPanel(backends::LabSession* session, QWidget* parent)
     const QString collapse = r.value("collapse").toString();
     if (r.value("completed").toInt() > 0)  // the level's figure, on the chart as in the table
       live_->addLevel(timeOffset_ + r.value("duration").toDouble(), r.value("output_throughput").toDouble());
-    setStatus(tr("c=%1: %2 tok/s aggregate, %3 tok/s per stream, %4 failed%5")
+    const QJsonValue perStream = r.value("per_stream_tok_s");  // null: every reply came in one read
+    setStatus(tr("c=%1: %2 tok/s aggregate, %3, %4 failed%5")
                   .arg(r.value("max_concurrency").toInt())
                   .arg(r.value("output_throughput").toDouble(), 0, 'f', 1)
-                  .arg(r.value("per_stream_tok_s").toDouble(), 0, 'f', 1)
+                  .arg(perStream.isDouble() ? tr("%1 tok/s per stream").arg(perStream.toDouble(), 0, 'f', 1)
+                                            : tr("per stream not measured"))
                   .arg(r.value("failed").toInt())
                   .arg(collapse.isEmpty() ? QString() : tr(" — %1").arg(collapse)));
     reload();

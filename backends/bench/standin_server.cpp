@@ -83,6 +83,7 @@ struct StandinServer::Conn {
   bool chat = false, includeUsage = false;
   int total = 0, sent = 0, promptTokens = 0;
   int unsentFrames = 0;  // content frames in `out` not yet fully handed to send()
+  bool whole = false;    // all content frames in one write (StandinConfig::wholeRepliesAfter)
   StandinFault fault;
   double nextSendAt = 0;
   std::string frame, lastFrame, usageFrame, batch;  // pre-made
@@ -291,6 +292,7 @@ void StandinServer::startResponse(Conn& c) {
   c.includeUsage = config_.sendUsage && includeUsage(req);
   const int index = generations_++;
   if (!config_.faults.empty()) c.fault = config_.faults[static_cast<size_t>(index) % config_.faults.size()];
+  c.whole = config_.wholeRepliesAfter > 0 && index >= config_.wholeRepliesAfter;
   if (c.fault.kind == StandinFault::Kind::NeverAnswer) {
     c.phase = Phase::Silent;
     return;
@@ -383,7 +385,8 @@ void StandinServer::pump(Conn& c, double now) {
       continue;
     }
     if (c.sent < c.total) {
-      const int k = currentInterval() > 0 ? 1 : std::min(config_.framesPerWrite, c.total - c.sent);
+      const int k = c.whole ? c.total - c.sent
+                            : currentInterval() > 0 ? 1 : std::min(config_.framesPerWrite, c.total - c.sent);
       for (int i = 0; i < k; ++i) c.out += (c.sent + i + 1 == c.total) ? c.lastFrame : c.frame;
       c.sent += k;
       c.unsentFrames += k;

@@ -170,7 +170,7 @@ SweepResult ThroughputSweep::run(SweepListener* listener, const std::atomic<bool
     } else if (!run.abortReason.empty()) {
       result.stoppedReason = run.abortReason;
       if (!stopped) level.collapse = run.abortReason;
-    } else if (i > 0) {
+    } else if (i > 0 && level.perStreamMeasured) {  // unmeasured: no judgement (level_metrics.h)
       level.collapse = bench::collapseReason(level.perStreamTokS, baseline, o.collapseFraction, c);
       if (!level.collapse.empty()) result.stoppedReason = level.collapse;
     }

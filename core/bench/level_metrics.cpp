@@ -128,6 +128,7 @@ LevelResult computeLevelMetrics(const std::vector<RequestRecord>& records, doubl
   out.tpot = summarize(tpots);
   out.itl = summarize(itls);
   out.e2el = summarize(e2els);
+  out.perStreamMeasured = !rates.empty();
   if (!rates.empty()) out.perStreamTokS = std::accumulate(rates.begin(), rates.end(), 0.0) / rates.size();
   out.usdPerMOutputTokens = usdPerMillionOutputTokens(context.pricePerHour, out.outputThroughput);
   out.outputTokensSource = tokenSource(records);
@@ -178,7 +179,7 @@ nlohmann::json levelToJson(const LevelResult& l, bool detailed) {
   j["ttfts"] = ttfts;
   j["errors"] = errors;
   if (detailed) j["itls"] = itls;
-  j["per_stream_tok_s"] = l.perStreamTokS;
+  j["per_stream_tok_s"] = l.perStreamMeasured ? json(l.perStreamTokS) : json(nullptr);
   j["usd_per_m_output_tokens"] = l.usdPerMOutputTokens ? json(*l.usdPerMOutputTokens) : json(nullptr);
   j["collapse"] = l.collapse.empty() ? json(nullptr) : json(l.collapse);
   j["output_tokens_source"] = l.outputTokensSource;

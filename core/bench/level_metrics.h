@@ -43,6 +43,10 @@ struct LevelResult {
   int maxConcurrentRequests = 0;
   Summary ttft, tpot, itl, e2el;
   double perStreamTokS = 0;  // mean over requests of (output_tokens − 1) / (E2EL − TTFT)
+  // Whether any request's tokens came in more than one read (E2EL > TTFT). A client that gets
+  // no CPU while a short reply streams reads all of it at once: its per-stream rate is then
+  // unknown (0 above, null in the JSON), not zero, and no collapse is judged from it.
+  bool perStreamMeasured = false;
   std::optional<double> usdPerMOutputTokens;
   std::string outputTokensSource;  // "usage", "chunks", "mixed" or "none"
   std::string collapse;            // empty, or what was seen

@@ -40,6 +40,41 @@ class TestBenchCli : public QObject {
   QTemporaryDir tmp_;
 
  private slots:
+  // A level whose replies each came in one read (a client given no CPU while short replies
+  // streamed; here the stand-in writes each reply whole after the first level's requests) has
+  // no per-stream rate: the JSON says null, the lab NULL, and no collapse is judged from it, so
+  // the sweep goes on (it used to flag "per-stream 0 tok/s" and stop there).
+  void aLevelReadAtOnceIsNoCollapse() {
+    backends::StandinConfig cfg;
+    cfg.intervalS = 0.002;
+    cfg.wholeRepliesAfter = 4;  // the four requests of concurrency 1 are paced
+    backends::StandinServer server(cfg);
+    server.start();
+    const QString lab = tmp_.filePath("lab-whole");
+    store::LabStore::create(lab.toStdString(), "t");
+    const QString jsonl = tmp_.filePath("whole.jsonl");
+    const auto r = cli({"bench", "--url", QString::fromStdString(server.baseUrl()), "--model", "standin",
+                        "--concurrency", "1,2,4", "--num-prompts", "4", "--output-len", "16", "--input-len", "8",
+                        "--label", "whole replies", "--lab", lab, "--save-result", jsonl});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const auto lines = readLines(jsonl);
+    QCOMPARE(lines.size(), size_t(3));  // every level ran
+    QVERIFY(lines[0]["per_stream_tok_s"].get<double>() > 0);
+    for (size_t i : {size_t(1), size_t(2)}) {
+      QVERIFY2(lines[i]["per_stream_tok_s"].is_null(), lines[i].dump().c_str());
+      QVERIFY2(lines[i]["collapse"].is_null(), lines[i].dump().c_str());
+      QCOMPARE(lines[i]["completed"].get<int>(), 4);
+    }
+    QVERIFY2(r.out.contains("c=2  completed 4  failed 0  output") && r.out.contains("per-stream n/a"), r.out.constData());
+    auto store = store::LabStore::open(lab.toStdString());
+    auto st = store.db().prepare(
+        "SELECT concurrency, per_stream_tok_s IS NULL, collapse IS NULL FROM benchmark_levels ORDER BY concurrency");
+    std::vector<std::string> rows;
+    while (st.step())
+      rows.push_back(std::to_string(st.int64(0)) + " " + std::to_string(st.int64(1)) + " " + std::to_string(st.int64(2)));
+    QCOMPARE(rows, (std::vector<std::string>{"1 0 1", "2 1 1", "4 1 1"}));
+  }
+
   void sweepWritesJsonLinesAndStore() {
     backends::StandinConfig cfg;
     cfg.intervalS = 0.001;
