@@ -46,7 +46,8 @@ struct LevelResult {
   // Whether any request's tokens came in more than one read (E2EL > TTFT). A client that gets
   // no CPU while a short reply streams reads all of it at once: its per-stream rate is then
   // unknown (0 above, null in the JSON), not zero, and no collapse is judged from it.
-  bool perStreamMeasured = false;
+  // computeLevelMetrics sets it; a level made otherwise (a test's, an import's) counts as measured.
+  bool perStreamMeasured = true;
   std::optional<double> usdPerMOutputTokens;
   std::string outputTokensSource;  // "usage", "chunks", "mixed" or "none"
   std::string collapse;            // empty, or what was seen
