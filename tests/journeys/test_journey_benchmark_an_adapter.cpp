@@ -24,6 +24,8 @@
 #include <cerrno>
 #include <memory>
 
+#include "backends/bench/bench_process.h"
+#include "backends/bench/standin_server.h"
 #include "backends/lab_session.h"
 #include "backends/serve/local_serve_process.h"
 #include "tests/journeys/journey_support.h"
@@ -219,6 +221,58 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     QCOMPARE(failed.size(), 1);
     QVERIFY2(failed[0].startsWith("failed | ") && failed[0].contains("404") && failed[0].endsWith(" | 0"),
              qPrintable(failed[0]));  // no 0.0 tok/s "measurement"
+  }
+
+  // A sweep whose later levels' replies each come in one read (the stand-in writes them whole,
+  // as a client given no CPU reads them): the status says the per-stream rate was not measured,
+  // the sweep runs every level instead of stopping on a "collapse", and the lab holds NULL, not 0.
+  void aLevelReadAtOnceIsNotMeasured() {
+    DemoLab lab;
+    QVERIFY(lab.ok());
+    backends::StandinConfig cfg;
+    cfg.intervalS = 0.002;
+    cfg.wholeRepliesAfter = 4;  // the four requests at concurrency 1 are paced
+    backends::StandinServer standin(cfg);
+    standin.start();
+    auto window = std::make_unique<widgets::MainWindow>();
+    QVERIFY(showAt(window.get(), 1024, 700));
+    QVERIFY(openLabFromMenu(window.get(), lab.path()));
+    QVERIFY(showPanel(window.get(), "Benchmarks"));
+    auto* panel = waitFor<widgets::BenchmarksPanel>(window.get(), "panel_benchmarks");
+    QVERIFY(panel);
+    auto* scroll = panel->findChild<QScrollArea*>();
+    QVERIFY(chooseInCombo(waitFor<QComboBox>(panel, "endpointKind"), "URL"));
+    QVERIFY(typeInto(waitFor<QLineEdit>(panel, "url"), QString::fromStdString(standin.baseUrl())));
+    QVERIFY(typeInto(waitFor<QLineEdit>(panel, "model"), "standin"));
+    QVERIFY(typeInto(waitFor<QLineEdit>(panel, "levels"), "1,2,4"));
+    QVERIFY(typeIntoSpin(panel->findChild<QSpinBox*>("numPrompts"), 4));
+    QVERIFY(typeIntoSpin(panel->findChild<QSpinBox*>("outputLen"), 16));
+    QVERIFY(typeInto(waitFor<QLineEdit>(panel, "label"), "replies read at once"));
+    // The status line as each level's result arrives (read right after the panel set it).
+    QStringList statuses;
+    auto* status = panel->findChild<QLabel*>("statusLabel");
+    QVERIFY(status);
+    connect(panel->process(), &backends::BenchProcess::levelDone, this, [&] { statuses << status->text(); });
+    QSignalSpy finished(panel, &widgets::BenchmarksPanel::sweepFinished);
+    QVERIFY(scrollAndClick(scroll, panel->findChild<QPushButton*>("runButton")));
+    QVERIFY(waitUntil([&] { return finished.count() == 1; }, "the sweep to finish", kTrainWaitMs));
+    QCOMPARE(finished.last().first().toInt(), 0);
+    QVERIFY2(panel->status().startsWith("Sweep done"), qPrintable(panel->status()));
+    QCOMPARE(panel->findChild<QLabel*>("levelLabel")->text(), QString("done: 3 levels"));
+    QCOMPARE(statuses.size(), 3);
+    QVERIFY2(statuses[0].contains("tok/s per stream"), qPrintable(statuses[0]));
+    for (int i : {1, 2})
+      QVERIFY2(statuses[i].contains("per stream not measured") && !statuses[i].contains("collapse"),
+               qPrintable(statuses[i]));
+    QVERIFY(chooseMenu(window.get(), "Lab", "Quit"));
+    QVERIFY(waitUntil([&] { return !window->isVisible(); }, "the window to close"));
+    window.reset();
+
+    QCOMPARE(integrityCheck(lab.path()), QString("ok"));
+    QCOMPARE(labQuery(lab.path(), "SELECT l.concurrency || ' ' || (l.per_stream_tok_s IS NULL) || ' ' || "
+                                  "(l.collapse IS NULL) FROM benchmark_levels l JOIN benchmarks b ON b.id = "
+                                  "l.benchmark_id WHERE b.label = 'replies read at once' ORDER BY l.concurrency"),
+             (QStringList{"1 0 1", "2 1 1", "4 1 1"}));
   }
 };
 
