@@ -122,7 +122,8 @@ nlohmann::json measure(const Shape& s, int repeats, const std::string& round) {
 // The fused step's attention kernels (core/model/cpu_attention.h) for one layer and kv head of
 // a decode step: `rows` sequences, each with `len` cached keys and values of its own (hd
 // values each, in memory one after another; a sequence's first `cap` positions after the
-// previous one's, as in the KV cache), `heads` query heads reading them. bf16: bf16 queries and probabilities (a bf16 model's), fp32: fp32 throughout.
+// previous one's, as in the KV cache), `heads` query heads reading them. bf16: bf16 queries and
+// probabilities (a bf16 model's), fp32: fp32 throughout.
 struct AttnShape {
   int64_t rows, len, hd, heads, cap;
 };

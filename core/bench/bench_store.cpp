@@ -50,7 +50,7 @@ bool BenchStore::saveLevel(std::int64_t benchmarkId, const LevelResult& l) {
       "collapse, result_json) VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)");
   st.bind(1, benchmarkId).bind(2, l.context.maxConcurrency).bind(3, l.completed).bind(4, l.failed);
   st.bind(5, l.outputThroughput).bind(7, l.ttft.meanMs).bind(8, l.tpot.p99Ms);
-  if (l.perStreamMeasured) st.bind(6, l.perStreamTokS); else st.bindNull(6);
+  st.bind(6, l.perStreamMeasured ? std::optional<double>(l.perStreamTokS) : std::nullopt);
   st.bind(9, l.usdPerMOutputTokens);
   if (l.collapse.empty()) st.bindNull(10); else st.bind(10, l.collapse);
   st.bind(11, levelToJson(l).dump());

@@ -65,13 +65,16 @@ class TestBenchCli : public QObject {
       QVERIFY2(lines[i]["collapse"].is_null(), lines[i].dump().c_str());
       QCOMPARE(lines[i]["completed"].get<int>(), 4);
     }
-    QVERIFY2(r.out.contains("c=2  completed 4  failed 0  output") && r.out.contains("per-stream n/a"), r.out.constData());
+    QVERIFY2(r.out.contains("c=2  completed 4  failed 0  output") && r.out.contains("per-stream n/a"),
+             r.out.constData());
     auto store = store::LabStore::open(lab.toStdString());
     auto st = store.db().prepare(
         "SELECT concurrency, per_stream_tok_s IS NULL, collapse IS NULL FROM benchmark_levels ORDER BY concurrency");
     std::vector<std::string> rows;
-    while (st.step())
-      rows.push_back(std::to_string(st.int64(0)) + " " + std::to_string(st.int64(1)) + " " + std::to_string(st.int64(2)));
+    while (st.step()) {
+      const auto field = [&](int i) { return std::to_string(st.int64(i)); };
+      rows.push_back(field(0) + " " + field(1) + " " + field(2));
+    }
     QCOMPARE(rows, (std::vector<std::string>{"1 0 1", "2 1 1", "4 1 1"}));
   }
 

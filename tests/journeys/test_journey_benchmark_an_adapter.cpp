@@ -173,9 +173,11 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     // A column per concurrency any sweep in the lab measured (the demo's 1, 4 and 16, unless its
     // own sweep stopped early on a loaded machine; ours 1 and 4), then the summary.
     QStringList levelColumns;
-    for (const QString& c : labQuery(lab.path(), "SELECT DISTINCT concurrency FROM benchmark_levels ORDER BY concurrency"))
+    for (const QString& c :
+         labQuery(lab.path(), "SELECT DISTINCT concurrency FROM benchmark_levels ORDER BY concurrency"))
       levelColumns << QString("c=%1 tok/s").arg(c);
-    QVERIFY2(levelColumns.contains("c=1 tok/s") && levelColumns.contains("c=4 tok/s"), qPrintable(levelColumns.join(',')));
+    QVERIFY2(levelColumns.contains("c=1 tok/s") && levelColumns.contains("c=4 tok/s"),
+             qPrintable(levelColumns.join(',')));
     QCOMPARE(lines[0], QString("Venue / method,Status,1-stream tok/s,%1,Best aggregate tok/s,"
                                "Best at concurrency,$/M output,Collapse,Error").arg(levelColumns.join(',')));
     const QStringList header = lines[0].split(',');

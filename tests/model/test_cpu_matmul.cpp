@@ -11,6 +11,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <functional>
 #include <random>
 
 #include "core/infer/sampler.h"
@@ -326,7 +327,9 @@ class TestCpuMatmul : public QObject {
     std::normal_distribution<float> normal;
     std::vector<char> other(40000);
     const uintptr_t base = (reinterpret_cast<uintptr_t>(other.data()) + 63) & ~uintptr_t(63);
-    const auto lines = [](uintptr_t from, int64_t n) { return n <= 0 ? 0 : int64_t((from + uintptr_t(n) - 1) / 64 - from / 64 + 1); };
+    const auto lines = [](uintptr_t from, int64_t n) {  // the cache lines [from, from + n) touches
+      return n <= 0 ? 0 : int64_t((from + uintptr_t(n) - 1) / 64 - from / 64 + 1);
+    };
     for (int64_t hd : {32, 40, 64})
       for (int64_t len : {1, 5, 16, 37})
         for (int64_t heads : {1, 2, 3, 4, 6}) {
@@ -339,7 +342,8 @@ class TestCpuMatmul : public QObject {
           const int64_t passes = heads / 4 + (heads % 4 >= 2 ? 1 : 0) + heads % 2;  // groups of 4, 2, 1 heads
           const size_t scores = sz(heads * len), outs = sz(heads * hd);
           // One kernel call (its cached rows `elem` bytes a value) with and without each range.
-          const auto check = [&](const char* name, size_t n, int64_t elem, const auto& run) -> QString {
+          using Run = std::function<void(float*, ReadAhead)>;
+          const auto check = [&](const char* name, size_t n, int64_t elem, const Run& run) -> QString {
             std::vector<float> plain(n, 1.0f);
             run(plain.data(), ReadAhead{});
             const int64_t paced = passes * len * hd * elem;
@@ -357,19 +361,29 @@ class TestCpuMatmul : public QObject {
               }
             return {};
           };
-          QString e;
-          e = check("dot f32", scores, 4, [&](float* s, ReadAhead a) { dotRows(qf.data(), heads, kf.data(), len, hd, s, len, a); });
-          QVERIFY2(e.isEmpty(), qPrintable(e));
-          e = check("dot bf16 keys", scores, 2, [&](float* s, ReadAhead a) { dotRows(qf.data(), heads, kb.data(), len, hd, s, len, a); });
-          QVERIFY2(e.isEmpty(), qPrintable(e));
-          e = check("dot bf16 pairs", scores, 2, [&](float* s, ReadAhead a) { dotRows(qb.data(), heads, kb.data(), len, hd, s, len, a); });
-          QVERIFY2(e.isEmpty(), qPrintable(e));
-          e = check("weighted f32", outs, 4, [&](float* o, ReadAhead a) { weightedRows(pf.data(), heads, len, kf.data(), len, hd, o, a); });
-          QVERIFY2(e.isEmpty(), qPrintable(e));
-          e = check("weighted bf16 values", outs, 2, [&](float* o, ReadAhead a) { weightedRows(pf.data(), heads, len, kb.data(), len, hd, o, a); });
-          QVERIFY2(e.isEmpty(), qPrintable(e));
-          e = check("weighted bf16 pairs", outs, 2, [&](float* o, ReadAhead a) { weightedRows(pb.data(), heads, len, kb.data(), len, hd, o, a); });
-          QVERIFY2(e.isEmpty(), qPrintable(e));
+          const struct {
+            const char* name;
+            size_t n;
+            int64_t elem;
+            Run run;
+          } calls[] = {
+              {"dot f32", scores, 4,
+               [&](float* s, ReadAhead a) { dotRows(qf.data(), heads, kf.data(), len, hd, s, len, a); }},
+              {"dot bf16 keys", scores, 2,
+               [&](float* s, ReadAhead a) { dotRows(qf.data(), heads, kb.data(), len, hd, s, len, a); }},
+              {"dot bf16 pairs", scores, 2,
+               [&](float* s, ReadAhead a) { dotRows(qb.data(), heads, kb.data(), len, hd, s, len, a); }},
+              {"weighted f32", outs, 4,
+               [&](float* o, ReadAhead a) { weightedRows(pf.data(), heads, len, kf.data(), len, hd, o, a); }},
+              {"weighted bf16 values", outs, 2,
+               [&](float* o, ReadAhead a) { weightedRows(pf.data(), heads, len, kb.data(), len, hd, o, a); }},
+              {"weighted bf16 pairs", outs, 2,
+               [&](float* o, ReadAhead a) { weightedRows(pb.data(), heads, len, kb.data(), len, hd, o, a); }},
+          };
+          for (const auto& c : calls) {
+            const QString e = check(c.name, c.n, c.elem, c.run);
+            QVERIFY2(e.isEmpty(), qPrintable(e));
+          }
         }
   }
 
