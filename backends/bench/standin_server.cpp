@@ -325,10 +325,13 @@ void StandinServer::startResponse(Conn& c) {
 }
 
 double StandinServer::currentInterval() const {
-  if (config_.collapseAboveStreams <= 0) return config_.intervalS;
+  if (config_.collapseAboveStreams <= 0 && config_.fullPaceStreams <= 0) return config_.intervalS;
   int streaming = 0;
   for (const auto& [fd, c] : conns_) streaming += c->phase == Phase::Streaming;
-  return streaming > config_.collapseAboveStreams ? config_.collapsedIntervalS : config_.intervalS;
+  if (config_.collapseAboveStreams > 0 && streaming > config_.collapseAboveStreams) return config_.collapsedIntervalS;
+  if (config_.fullPaceStreams > 0 && streaming > config_.fullPaceStreams)
+    return config_.intervalS * streaming / config_.fullPaceStreams;
+  return config_.intervalS;
 }
 
 void StandinServer::recordSend(Conn& c, double at, int frames) {

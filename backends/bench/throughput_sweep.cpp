@@ -21,8 +21,8 @@ const char* const kWords[] = {"the", "of", "and", "to", "in", "is", "that", "for
 // Watches one level: live rates for the charts, and the collapse / stall judgement.
 class LevelWatch : public LevelObserver {
  public:
-  LevelWatch(const SweepOptions& o, int concurrency, double baseline, SweepListener* listener)
-      : o_(o), concurrency_(concurrency), baseline_(baseline), listener_(listener) {}
+  LevelWatch(const SweepOptions& o, int concurrency, const bench::CollapseBaseline& before, SweepListener* listener)
+      : o_(o), concurrency_(concurrency), before_(before), listener_(listener) {}
 
   std::string onTick(const LiveTick& tick) override {
     samples_.push_back(tick);
@@ -35,7 +35,7 @@ class LevelWatch : public LevelObserver {
              std::to_string(concurrency_) + " (" + std::to_string(tick.decoding) + " decoding)";
     const bool windowFull = !samples_.empty() && tick.elapsedS - samples_.front().elapsedS >= o_.watchWindowS * 0.95;
     if (windowFull && tick.decoding > 0)
-      return bench::collapseReason(perStream, baseline_, o_.collapseFraction, concurrency_,
+      return bench::collapseReason(perStream, concurrency_, before_, o_.collapseFraction,
                                    "over the last " + std::to_string(static_cast<int>(o_.watchWindowS)) + " s");
     return {};
   }
@@ -63,7 +63,7 @@ class LevelWatch : public LevelObserver {
 
   const SweepOptions& o_;
   int concurrency_;
-  double baseline_;
+  const bench::CollapseBaseline& before_;
   SweepListener* listener_;
   std::deque<LiveTick> samples_;
 };
@@ -146,13 +146,13 @@ SweepResult ThroughputSweep::run(SweepListener* listener, const std::atomic<bool
   StreamClient client(cc);
   warmUp(client, stop);
   SweepResult result;
-  double baseline = 0;
+  bench::CollapseBaseline before;  // the levels measured so far
   std::vector<bench::LevelPoint> points;
   for (size_t i = 0; i < o.levels.size() && result.stoppedReason.empty(); ++i) {
     const int c = o.levels[i];
     const int count = o.durationS && !o.numPrompts ? 0 : o.numPrompts.value_or(std::max(8, 2 * c));
     if (listener) listener->onLevelStart(c, count);
-    LevelWatch watch(o, c, i == 0 ? 0.0 : baseline, listener);
+    LevelWatch watch(o, c, before, listener);
     const auto run = client.runLevel(planFor(c, count, o.seed + i + 2), &watch, stop);
     bench::LevelContext ctx{o.endpoint == "chat" ? "openai-chat" : "openai", o.model, c, o.rate, o.burstiness,
                             o.pricePerHour};
@@ -170,11 +170,11 @@ SweepResult ThroughputSweep::run(SweepListener* listener, const std::atomic<bool
     } else if (!run.abortReason.empty()) {
       result.stoppedReason = run.abortReason;
       if (!stopped) level.collapse = run.abortReason;
-    } else if (i > 0 && level.perStreamMeasured) {  // unmeasured: no judgement (level_metrics.h)
-      level.collapse = bench::collapseReason(level.perStreamTokS, baseline, o.collapseFraction, c);
+    } else if (level.perStreamMeasured) {  // unmeasured: no judgement (level_metrics.h)
+      level.collapse = bench::collapseReason(level.perStreamTokS, c, before, o.collapseFraction);
       if (!level.collapse.empty()) result.stoppedReason = level.collapse;
+      before.add(c, level.perStreamTokS);
     }
-    if (i == 0) baseline = level.perStreamTokS;
     points.push_back({c, level.outputThroughput, level.perStreamTokS});
     if (listener) listener->onLevelDone(level);
     result.levels.push_back(std::move(level));

@@ -19,14 +19,35 @@ std::string fmtF(double a, int decimals, bool sign = false) {
     std::snprintf(buf, sizeof buf, "%.*f", decimals, a);
   return buf;
 }
+// A rate: whole numbers from 100 on ("4764"), three significant digits below ("22.9", "0.7").
+std::string fmtRate(double a) { return a >= 100 ? fmtF(a, 0) : fmtG(a, 3); }
 }  // namespace
 
-std::string collapseReason(double perStreamTokS, double baselineTokS, double fraction, int concurrency,
+void CollapseBaseline::add(int concurrency, double perStreamTokS) {
+  if (!(perStreamTokS > 0)) return;
+  if (empty()) firstConcurrency = concurrency, firstPerStreamTokS = perStreamTokS;
+  const double decode = perStreamTokS * concurrency;
+  if (decode > bestDecodeTokS) bestConcurrency = concurrency, bestDecodeTokS = decode;
+}
+
+std::string collapseReason(double perStreamTokS, int concurrency, const CollapseBaseline& before, double fraction,
                            const std::string& windowNote) {
-  if (!(baselineTokS > 0) || perStreamTokS >= fraction * baselineTokS) return {};
-  return "decode collapse: per-stream " + fmtG(perStreamTokS, 3) + " tok/s" +
-         (windowNote.empty() ? "" : " " + windowNote) + " < " + fmtF(fraction, 2) + " x 1-stream " +
-         fmtG(baselineTokS, 3) + " tok/s at concurrency " + std::to_string(concurrency);
+  if (before.empty()) return {};
+  const double decode = perStreamTokS * concurrency, firstDecode = before.firstPerStreamTokS * before.firstConcurrency;
+  const std::string head = "decode collapse: per-stream " + fmtRate(perStreamTokS) + " tok/s" +
+                           (windowNote.empty() ? "" : " " + windowNote);
+  const std::string at = " at concurrency " + std::to_string(concurrency);
+  const std::string together = fmtRate(decode) + " tok/s over " + std::to_string(concurrency) + " streams";
+  if (perStreamTokS < fraction * before.firstPerStreamTokS && decode <= firstDecode) {
+    const std::string first =
+        before.firstConcurrency == 1 ? "1-stream" : "concurrency " + std::to_string(before.firstConcurrency) + "'s";
+    return head + " < " + fmtF(fraction, 2) + " x " + first + " " + fmtRate(before.firstPerStreamTokS) + " tok/s" + at +
+           ", and " + together + " is no more than " + fmtRate(firstDecode);
+  }
+  if (decode < kCollapseDrop * before.bestDecodeTokS)
+    return head + " (" + together + ") < " + fmtF(kCollapseDrop, 2) + " x the " + fmtRate(before.bestDecodeTokS) +
+           " tok/s of concurrency " + std::to_string(before.bestConcurrency) + at;
+  return {};
 }
 
 std::optional<Knee> findKnee(const std::vector<LevelPoint>& levels, double minGrowth) {

@@ -1,6 +1,6 @@
 #pragma once
-// Judgements over a sweep of concurrency levels: decode collapse (per-stream decode rate
-// far below the 1-stream rate) and the saturation knee (where aggregate output
+// Judgements over a sweep of concurrency levels: decode collapse (the streams' decode rate
+// falling, not just shared out) and the saturation knee (where aggregate output
 // throughput stops growing).
 
 #include <optional>
@@ -15,9 +15,30 @@ struct LevelPoint {
   double perStreamTokS = 0;
 };
 
-// "per-stream 0.7 tok/s < 0.10 × 1-stream 3.2 tok/s at concurrency 8", or empty when
-// the rate is healthy. `windowNote` names the window ("over the last 5 s") if any.
-std::string collapseReason(double perStreamTokS, double baselineTokS, double fraction, int concurrency,
+// What the levels before the one judged decoded: the first level's per-stream rate, and the
+// level whose streams decoded the most together (per-stream rate × concurrency).
+struct CollapseBaseline {
+  int firstConcurrency = 0;
+  double firstPerStreamTokS = 0;
+  int bestConcurrency = 0;
+  double bestDecodeTokS = 0;
+  void add(int concurrency, double perStreamTokS);  // a level whose per-stream rate was measured
+  bool empty() const { return !(firstPerStreamTokS > 0); }
+};
+
+// A level whose streams decode perStreamTokS each has collapsed when either
+//  - each stream crawls and the batch bought nothing: per-stream below `fraction` × the first
+//    level's, and the streams together decode no faster than the first level did; or
+//  - the batch's decode rate fell: the streams together decode less than kCollapseDrop × the
+//    best earlier level's.
+// A rate that falls per stream while the level as a whole decodes faster is saturation (the
+// knee), not a collapse. The seed's Spark row (3.2 tok/s at one stream, 12.1 together at c=4,
+// 0.7 per stream at c=8) is a collapse by the second test; the demo model on two cores (17.8k at
+// one stream, 1.07k per stream but 34k together at c=32) is none.
+// Returns "decode collapse: per-stream …" naming the test that failed, or empty when healthy.
+// `windowNote` names the window ("over the last 5 s") if any.
+inline constexpr double kCollapseDrop = 0.5;
+std::string collapseReason(double perStreamTokS, int concurrency, const CollapseBaseline& before, double fraction,
                            const std::string& windowNote = {});
 
 struct Knee {
