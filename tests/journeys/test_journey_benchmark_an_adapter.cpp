@@ -225,6 +225,48 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
              qPrintable(failed[0]));  // no 0.0 tok/s "measurement"
   }
 
+ private:
+  // Drives a sweep against `cfg`'s stand-in through the Benchmarks panel's widgets (endpoint
+  // "URL", typed URL and model, levels, prompts, output length, label, a click on Run), keeps
+  // the status line as each level's result arrives and the level label at the end, and quits
+  // through the Lab menu. Check QTest::currentTestFailed() after it.
+  struct PanelSweep {
+    QStringList statuses;
+    QString levelLabel;
+  };
+  void sweepThroughPanel(const QString& labPath, const backends::StandinConfig& cfg, const QString& levels,
+                         int numPrompts, int outputLen, const QString& label, PanelSweep& out) {
+    backends::StandinServer standin(cfg);
+    standin.start();
+    auto window = std::make_unique<widgets::MainWindow>();
+    QVERIFY(showAt(window.get(), 1024, 700));
+    QVERIFY(openLabFromMenu(window.get(), labPath));
+    QVERIFY(showPanel(window.get(), "Benchmarks"));
+    auto* panel = waitFor<widgets::BenchmarksPanel>(window.get(), "panel_benchmarks");
+    QVERIFY(panel);
+    auto* scroll = panel->findChild<QScrollArea*>();
+    QVERIFY(chooseInCombo(waitFor<QComboBox>(panel, "endpointKind"), "URL"));
+    QVERIFY(typeInto(waitFor<QLineEdit>(panel, "url"), QString::fromStdString(standin.baseUrl())));
+    QVERIFY(typeInto(waitFor<QLineEdit>(panel, "model"), "standin"));
+    QVERIFY(typeInto(waitFor<QLineEdit>(panel, "levels"), levels));
+    QVERIFY(typeIntoSpin(panel->findChild<QSpinBox*>("numPrompts"), numPrompts));
+    QVERIFY(typeIntoSpin(panel->findChild<QSpinBox*>("outputLen"), outputLen));
+    QVERIFY(typeInto(waitFor<QLineEdit>(panel, "label"), label));
+    // The status line as each level's result arrives (read right after the panel set it).
+    auto* status = panel->findChild<QLabel*>("statusLabel");
+    QVERIFY(status);
+    connect(panel->process(), &backends::BenchProcess::levelDone, this, [&] { out.statuses << status->text(); });
+    QSignalSpy finished(panel, &widgets::BenchmarksPanel::sweepFinished);
+    QVERIFY(scrollAndClick(scroll, panel->findChild<QPushButton*>("runButton")));
+    QVERIFY(waitUntil([&] { return finished.count() == 1; }, "the sweep to finish", kTrainWaitMs));
+    QCOMPARE(finished.last().first().toInt(), 0);
+    QVERIFY2(panel->status().startsWith("Sweep done"), qPrintable(panel->status()));
+    out.levelLabel = panel->findChild<QLabel*>("levelLabel")->text();
+    QVERIFY(chooseMenu(window.get(), "Lab", "Quit"));
+    QVERIFY(waitUntil([&] { return !window->isVisible(); }, "the window to close"));
+  }
+
+ private slots:
   // A sweep whose later levels' replies each come in one read (the stand-in writes them whole,
   // as a client given no CPU reads them): the status says the per-stream rate was not measured,
   // the sweep runs every level instead of stopping on a "collapse", and the lab holds NULL, not 0.
@@ -234,47 +276,50 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     backends::StandinConfig cfg;
     cfg.intervalS = 0.002;
     cfg.wholeRepliesAfter = 4;  // the four requests at concurrency 1 are paced
-    backends::StandinServer standin(cfg);
-    standin.start();
-    auto window = std::make_unique<widgets::MainWindow>();
-    QVERIFY(showAt(window.get(), 1024, 700));
-    QVERIFY(openLabFromMenu(window.get(), lab.path()));
-    QVERIFY(showPanel(window.get(), "Benchmarks"));
-    auto* panel = waitFor<widgets::BenchmarksPanel>(window.get(), "panel_benchmarks");
-    QVERIFY(panel);
-    auto* scroll = panel->findChild<QScrollArea*>();
-    QVERIFY(chooseInCombo(waitFor<QComboBox>(panel, "endpointKind"), "URL"));
-    QVERIFY(typeInto(waitFor<QLineEdit>(panel, "url"), QString::fromStdString(standin.baseUrl())));
-    QVERIFY(typeInto(waitFor<QLineEdit>(panel, "model"), "standin"));
-    QVERIFY(typeInto(waitFor<QLineEdit>(panel, "levels"), "1,2,4"));
-    QVERIFY(typeIntoSpin(panel->findChild<QSpinBox*>("numPrompts"), 4));
-    QVERIFY(typeIntoSpin(panel->findChild<QSpinBox*>("outputLen"), 16));
-    QVERIFY(typeInto(waitFor<QLineEdit>(panel, "label"), "replies read at once"));
-    // The status line as each level's result arrives (read right after the panel set it).
-    QStringList statuses;
-    auto* status = panel->findChild<QLabel*>("statusLabel");
-    QVERIFY(status);
-    connect(panel->process(), &backends::BenchProcess::levelDone, this, [&] { statuses << status->text(); });
-    QSignalSpy finished(panel, &widgets::BenchmarksPanel::sweepFinished);
-    QVERIFY(scrollAndClick(scroll, panel->findChild<QPushButton*>("runButton")));
-    QVERIFY(waitUntil([&] { return finished.count() == 1; }, "the sweep to finish", kTrainWaitMs));
-    QCOMPARE(finished.last().first().toInt(), 0);
-    QVERIFY2(panel->status().startsWith("Sweep done"), qPrintable(panel->status()));
-    QCOMPARE(panel->findChild<QLabel*>("levelLabel")->text(), QString("done: 3 levels"));
-    QCOMPARE(statuses.size(), 3);
-    QVERIFY2(statuses[0].contains("tok/s per stream"), qPrintable(statuses[0]));
+    PanelSweep sweep;
+    sweepThroughPanel(lab.path(), cfg, "1,2,4", 4, 16, "replies read at once", sweep);
+    if (QTest::currentTestFailed()) return;
+    QCOMPARE(sweep.levelLabel, QString("done: 3 levels"));
+    QCOMPARE(sweep.statuses.size(), 3);
+    QVERIFY2(sweep.statuses[0].contains("tok/s per stream"), qPrintable(sweep.statuses[0]));
     for (int i : {1, 2})
-      QVERIFY2(statuses[i].contains("per stream not measured") && !statuses[i].contains("collapse"),
-               qPrintable(statuses[i]));
-    QVERIFY(chooseMenu(window.get(), "Lab", "Quit"));
-    QVERIFY(waitUntil([&] { return !window->isVisible(); }, "the window to close"));
-    window.reset();
-
+      QVERIFY2(sweep.statuses[i].contains("per stream not measured") && !sweep.statuses[i].contains("collapse"),
+               qPrintable(sweep.statuses[i]));
     QCOMPARE(integrityCheck(lab.path()), QString("ok"));
     QCOMPARE(labQuery(lab.path(), "SELECT l.concurrency || ' ' || (l.per_stream_tok_s IS NULL) || ' ' || "
                                   "(l.collapse IS NULL) FROM benchmark_levels l JOIN benchmarks b ON b.id = "
                                   "l.benchmark_id WHERE b.label = 'replies read at once' ORDER BY l.concurrency"),
              (QStringList{"1 0 1", "2 1 1", "4 1 1"}));
+  }
+
+  // A saturated engine (the stand-in shares two streams' pace among all of them): at c=32 each
+  // stream gets a sixteenth of one stream's rate, but together they decode twice as much, so the
+  // sweep runs every level and nothing is called a collapse (the rule before stopped there).
+  void aSaturatedEngineRunsEveryLevel() {
+    DemoLab lab;
+    QVERIFY(lab.ok());
+    backends::StandinConfig cfg;
+    cfg.intervalS = 0.002;
+    cfg.fullPaceStreams = 2;
+    PanelSweep sweep;
+    sweepThroughPanel(lab.path(), cfg, "1,4,32", 32, 100, "saturated", sweep);
+    if (QTest::currentTestFailed()) return;
+    QCOMPARE(sweep.levelLabel, QString("done: 3 levels"));
+    QCOMPARE(sweep.statuses.size(), 3);
+    for (const auto& s : sweep.statuses)
+      QVERIFY2(s.contains("tok/s per stream") && !s.contains("collapse"), qPrintable(s));
+    QCOMPARE(integrityCheck(lab.path()), QString("ok"));
+    const auto rows = labQuery(lab.path(), "SELECT l.concurrency || ' ' || (l.collapse IS NULL) FROM benchmark_levels l "
+                                           "JOIN benchmarks b ON b.id = l.benchmark_id WHERE b.label = 'saturated' "
+                                           "ORDER BY l.concurrency");
+    QCOMPARE(rows, (QStringList{"1 1", "4 1", "32 1"}));
+    // Per stream at 32 under a tenth of one stream's, together above it: saturation, as set up.
+    const auto rates = labQuery(lab.path(), "SELECT l.per_stream_tok_s * l.concurrency FROM benchmark_levels l "
+                                            "JOIN benchmarks b ON b.id = l.benchmark_id WHERE b.label = 'saturated' "
+                                            "AND l.concurrency IN (1, 32) ORDER BY l.concurrency");
+    QCOMPARE(rates.size(), 2);
+    const double one = rates[0].toDouble(), all32 = rates[1].toDouble();
+    QVERIFY2(all32 / 32 < 0.1 * one && all32 > one, qPrintable(rates.join(" / ")));
   }
 };
 
