@@ -122,7 +122,9 @@ struct StandinServer::Conn {
   }
 };
 
-StandinServer::StandinServer(StandinConfig config) : config_(std::move(config)) {}
+StandinServer::StandinServer(StandinConfig config) : config_(std::move(config)) {
+  if (config_.tokensPerFrame < 1) throw std::invalid_argument("stand-in: tokensPerFrame must be >= 1");
+}
 
 StandinServer::~StandinServer() { stop(); }
 
@@ -285,7 +287,7 @@ void StandinServer::startResponse(Conn& c) {
   if (asked < 1 || asked > config_.maxTokensCap)
     return fail(400, std::string(maxKey) + " must be between 1 and " + std::to_string(config_.maxTokensCap),
                 "BadRequestError");
-  c.total = static_cast<int>(asked);
+  c.total = static_cast<int>((asked + config_.tokensPerFrame - 1) / config_.tokensPerFrame);  // frames
   const auto messages = req.find("messages");
   const std::string prompt = c.chat ? (messages != req.end() ? messages->dump() : "") : stringField(req, "prompt");
   c.promptTokens = static_cast<int>(std::count(prompt.begin(), prompt.end(), ' ')) + 1;
@@ -313,8 +315,8 @@ void StandinServer::startResponse(Conn& c) {
   c.frame = httpChunk(head + choice(nullptr) + "]}");
   c.lastFrame = httpChunk(head + choice("length") + "]}");
   c.usageFrame = httpChunk(head + R"(],"usage":{"prompt_tokens":)" + std::to_string(c.promptTokens) +
-                           R"(,"completion_tokens":)" + std::to_string(c.total) + R"(,"total_tokens":)" +
-                           std::to_string(c.promptTokens + c.total) + "}}");
+                           R"(,"completion_tokens":)" + std::to_string(asked) + R"(,"total_tokens":)" +
+                           std::to_string(c.promptTokens + asked) + "}}");
   c.out = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
           "Connection: close\r\nTransfer-Encoding: chunked\r\n\r\n";
   if (c.chat)

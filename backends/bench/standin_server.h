@@ -34,6 +34,8 @@ struct StandinConfig {
   bool sendUsage = true;       // honour stream_options.include_usage
   int collapseAboveStreams = 0;   // > 0: with more streams than this, every stream slows to …
   double collapsedIntervalS = 0.2;  // … one frame per this many seconds (decode collapse)
+  int tokensPerFrame = 1;           // tokens each content frame stands for (usage counts them):
+                                    // a server streaming every few tokens (vLLM's stream interval)
   int fullPaceStreams = 0;          // > 0: with more streams than this, they share this many streams'
                                     // pace (a saturated engine: aggregate flat, per stream falling)
   int wholeRepliesAfter = 0;        // > 0: generation requests after this many get all their content

@@ -21,13 +21,18 @@ const char* const kWords[] = {"the", "of", "and", "to", "in", "is", "that", "for
 // Watches one level: live rates for the charts, and the collapse / stall judgement.
 class LevelWatch : public LevelObserver {
  public:
-  LevelWatch(const SweepOptions& o, int concurrency, const bench::CollapseBaseline& before, SweepListener* listener)
-      : o_(o), concurrency_(concurrency), before_(before), listener_(listener) {}
+  // `streams`: how many can decode at once (the concurrency, or fewer requests); `tokensPerChunk`:
+  // output tokens per text chunk in the levels before (1 for a server that streams every token).
+  LevelWatch(const SweepOptions& o, int concurrency, int streams, const bench::CollapseBaseline& before,
+             double tokensPerChunk, SweepListener* listener)
+      : o_(o), concurrency_(concurrency), streams_(streams), before_(before), tokensPerChunk_(tokensPerChunk),
+        listener_(listener) {}
 
   std::string onTick(const LiveTick& tick) override {
     samples_.push_back(tick);
     while (samples_.size() > 2 && samples_[1].elapsedS <= tick.elapsedS - o_.watchWindowS) samples_.pop_front();
-    const double agg = rateOver(1.0, tick), perStream = perStreamOver(o_.watchWindowS, tick);
+    // In chunks; the earlier levels' usage says how many tokens a chunk carries.
+    const double agg = rateOver(1.0, tick), perStream = perStreamOver(o_.watchWindowS, tick) * tokensPerChunk_;
     if (listener_) listener_->onTick(concurrency_, tick, agg, perStream);
     if (tick.longestSilenceS >= o_.stallS)
       return "streams stopped producing: a decoding stream sent nothing for " +
@@ -35,7 +40,7 @@ class LevelWatch : public LevelObserver {
              std::to_string(concurrency_) + " (" + std::to_string(tick.decoding) + " decoding)";
     const bool windowFull = !samples_.empty() && tick.elapsedS - samples_.front().elapsedS >= o_.watchWindowS * 0.95;
     if (windowFull && tick.decoding > 0)
-      return bench::collapseReason(perStream, concurrency_, before_, o_.collapseFraction,
+      return bench::collapseReason(perStream, streams_, before_, o_.collapseFraction,
                                    "over the last " + std::to_string(static_cast<int>(o_.watchWindowS)) + " s");
     return {};
   }
@@ -44,12 +49,16 @@ class LevelWatch : public LevelObserver {
   }
 
  private:
-  // Output tokens per second over the last `window` seconds.
+  // Text chunks per second over the last `window` seconds (over the gap to the tick before, if
+  // the client got no tick inside the window).
   double rateOver(double window, const LiveTick& now) const {
-    for (const auto& s : samples_)
-      if (s.elapsedS >= now.elapsedS - window - 1e-9 && now.elapsedS > s.elapsedS)
-        return static_cast<double>(now.textChunks - s.textChunks) / (now.elapsedS - s.elapsedS);
-    return 0;
+    const LiveTick* from = nullptr;
+    for (const auto& s : samples_) {  // oldest first; `now` is the last
+      if (s.elapsedS >= now.elapsedS) break;
+      from = &s;
+      if (s.elapsedS >= now.elapsedS - window - 1e-9) break;  // the oldest inside the window
+    }
+    return from ? static_cast<double>(now.textChunks - from->textChunks) / (now.elapsedS - from->elapsedS) : 0;
   }
   // Tokens per decoding stream per second over the window (mean decoding streams).
   double perStreamOver(double window, const LiveTick& now) const {
@@ -62,8 +71,9 @@ class LevelWatch : public LevelObserver {
   }
 
   const SweepOptions& o_;
-  int concurrency_;
+  int concurrency_, streams_;
   const bench::CollapseBaseline& before_;
+  double tokensPerChunk_;
   SweepListener* listener_;
   std::deque<LiveTick> samples_;
 };
@@ -147,12 +157,14 @@ SweepResult ThroughputSweep::run(SweepListener* listener, const std::atomic<bool
   warmUp(client, stop);
   SweepResult result;
   bench::CollapseBaseline before;  // the levels measured so far
+  double tokensPerChunk = 1;
   std::vector<bench::LevelPoint> points;
   for (size_t i = 0; i < o.levels.size() && result.stoppedReason.empty(); ++i) {
     const int c = o.levels[i];
     const int count = o.durationS && !o.numPrompts ? 0 : o.numPrompts.value_or(std::max(8, 2 * c));
     if (listener) listener->onLevelStart(c, count);
-    LevelWatch watch(o, c, before, listener);
+    const int streams = count > 0 ? std::min(c, count) : c;  // fewer requests than streams: fewer decode
+    LevelWatch watch(o, c, streams, before, tokensPerChunk, listener);
     const auto run = client.runLevel(planFor(c, count, o.seed + i + 2), &watch, stop);
     bench::LevelContext ctx{o.endpoint == "chat" ? "openai-chat" : "openai", o.model, c, o.rate, o.burstiness,
                             o.pricePerHour};
@@ -171,9 +183,13 @@ SweepResult ThroughputSweep::run(SweepListener* listener, const std::atomic<bool
       result.stoppedReason = run.abortReason;
       if (!stopped) level.collapse = run.abortReason;
     } else if (level.perStreamMeasured) {  // unmeasured: no judgement (level_metrics.h)
-      level.collapse = bench::collapseReason(level.perStreamTokS, c, before, o.collapseFraction);
+      level.collapse = bench::collapseReason(level.perStreamTokS, streams, before, o.collapseFraction);
       if (!level.collapse.empty()) result.stoppedReason = level.collapse;
-      before.add(c, level.perStreamTokS);
+      before.add(streams, level.perStreamTokS);
+      std::int64_t tokens = 0, chunks = 0;
+      for (const auto& r : run.records)
+        if (r.success) tokens += r.outputTokens(), chunks += r.textChunks;
+      if (tokens > 0 && chunks > 0) tokensPerChunk = static_cast<double>(tokens) / static_cast<double>(chunks);
     }
     points.push_back({c, level.outputThroughput, level.perStreamTokS});
     if (listener) listener->onLevelDone(level);

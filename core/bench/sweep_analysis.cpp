@@ -24,29 +24,34 @@ std::string fmtRate(double a) { return a >= 100 ? fmtF(a, 0) : fmtG(a, 3); }
 }  // namespace
 
 void CollapseBaseline::add(int concurrency, double perStreamTokS) {
-  if (!(perStreamTokS > 0)) return;
-  if (empty()) firstConcurrency = concurrency, firstPerStreamTokS = perStreamTokS;
-  const double decode = perStreamTokS * concurrency;
-  if (decode > bestDecodeTokS) bestConcurrency = concurrency, bestDecodeTokS = decode;
+  if (perStreamTokS > 0) levels.push_back({concurrency, perStreamTokS});
 }
 
 std::string collapseReason(double perStreamTokS, int concurrency, const CollapseBaseline& before, double fraction,
                            const std::string& windowNote) {
   if (before.empty()) return {};
-  const double decode = perStreamTokS * concurrency, firstDecode = before.firstPerStreamTokS * before.firstConcurrency;
+  const auto& first = before.levels.front();
+  const CollapseBaseline::Level* best = nullptr;  // decoded most together, among levels of no more streams
+  for (const auto& l : before.levels)
+    if (l.concurrency <= concurrency && (!best || l.perStreamTokS * l.concurrency > best->perStreamTokS * best->concurrency))
+      best = &l;
+  auto together = [](int streams, double rate) {
+    return std::to_string(streams) + (streams == 1 ? " stream decodes " : " streams together decode ") +
+           fmtRate(rate * streams) + " tok/s";
+  };
   const std::string head = "decode collapse: per-stream " + fmtRate(perStreamTokS) + " tok/s" +
                            (windowNote.empty() ? "" : " " + windowNote);
   const std::string at = " at concurrency " + std::to_string(concurrency);
-  const std::string together = fmtRate(decode) + " tok/s over " + std::to_string(concurrency) + " streams";
-  if (perStreamTokS < fraction * before.firstPerStreamTokS && decode <= firstDecode) {
-    const std::string first =
-        before.firstConcurrency == 1 ? "1-stream" : "concurrency " + std::to_string(before.firstConcurrency) + "'s";
-    return head + " < " + fmtF(fraction, 2) + " x " + first + " " + fmtRate(before.firstPerStreamTokS) + " tok/s" + at +
-           ", and " + together + " is no more than " + fmtRate(firstDecode);
-  }
-  if (decode < kCollapseDrop * before.bestDecodeTokS)
-    return head + " (" + together + ") < " + fmtF(kCollapseDrop, 2) + " x the " + fmtRate(before.bestDecodeTokS) +
-           " tok/s of concurrency " + std::to_string(before.bestConcurrency) + at;
+  const double decode = perStreamTokS * concurrency;
+  if (perStreamTokS < fraction * first.perStreamTokS && decode <= first.perStreamTokS * first.concurrency)
+    return head + " < " + fmtF(fraction, 2) + " x " +
+           (first.concurrency == 1 ? std::string("1-stream") : "concurrency " + std::to_string(first.concurrency) + "'s") +
+           " " + fmtRate(first.perStreamTokS) + " tok/s" + at + ", and " + together(concurrency, perStreamTokS) +
+           ", no more than the " + fmtRate(first.perStreamTokS * first.concurrency) + " of concurrency " +
+           std::to_string(first.concurrency);
+  if (best && decode < kCollapseDrop * best->perStreamTokS * best->concurrency)
+    return head + at + ": " + together(concurrency, perStreamTokS) + " < " + fmtF(kCollapseDrop, 2) + " x the " +
+           fmtRate(best->perStreamTokS * best->concurrency) + " of concurrency " + std::to_string(best->concurrency);
   return {};
 }
 

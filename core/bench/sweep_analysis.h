@@ -15,22 +15,23 @@ struct LevelPoint {
   double perStreamTokS = 0;
 };
 
-// What the levels before the one judged decoded: the first level's per-stream rate, and the
-// level whose streams decoded the most together (per-stream rate × concurrency).
+// What the levels before the one judged decoded: each measured level's per-stream rate.
 struct CollapseBaseline {
-  int firstConcurrency = 0;
-  double firstPerStreamTokS = 0;
-  int bestConcurrency = 0;
-  double bestDecodeTokS = 0;
-  void add(int concurrency, double perStreamTokS);  // a level whose per-stream rate was measured
-  bool empty() const { return !(firstPerStreamTokS > 0); }
+  struct Level {
+    int concurrency = 0;
+    double perStreamTokS = 0;
+  };
+  std::vector<Level> levels;  // in the order measured; the first is the base of the first test
+  void add(int concurrency, double perStreamTokS);  // ignored unless the rate was measured (> 0)
+  bool empty() const { return levels.empty(); }
 };
 
-// A level whose streams decode perStreamTokS each has collapsed when either
-//  - each stream crawls and the batch bought nothing: per-stream below `fraction` × the first
-//    level's, and the streams together decode no faster than the first level did; or
-//  - the batch's decode rate fell: the streams together decode less than kCollapseDrop × the
-//    best earlier level's.
+// A level whose `concurrency` streams decode perStreamTokS each has collapsed when either
+//  - each stream crawls and the batch bought nothing: per stream under `fraction` × the first
+//    measured level's, and the streams together (per stream × concurrency) decoding no faster
+//    than that level's did; or
+//  - the batch's decode rate fell: together under kCollapseDrop × the most that an earlier level
+//    of no more streams decoded together.
 // A rate that falls per stream while the level as a whole decodes faster is saturation (the
 // knee), not a collapse. The seed's Spark row (3.2 tok/s at one stream, 12.1 together at c=4,
 // 0.7 per stream at c=8) is a collapse by the second test; the demo model on two cores (17.8k at

@@ -186,17 +186,17 @@ class TestBenchMetrics : public QObject {
     // The seed's MI300X runtime-LoRA row under CUDA graphs: 22.9 tok/s at one stream, 0.1 later.
     const auto r = collapseReason(0.1, 8, levels({{1, 22.9}}), 0.1, "over the last 5 s");
     QVERIFY2(r.find("decode collapse: per-stream 0.1 tok/s over the last 5 s < 0.10 x 1-stream 22.9 tok/s at "
-                    "concurrency 8, and 0.8 tok/s over 8 streams is no more than 22.9") == 0, r.c_str());
+                    "concurrency 8, and 8 streams together decode 0.8 tok/s, no more than the 22.9 of concurrency 1") == 0, r.c_str());
     // The first batched run of this demo model: 4764 at one stream, 394 per stream at c=8
     // (3152 together, less than one stream decoded alone).
     const auto slower = collapseReason(394, 8, levels({{1, 4764}}), 0.1);
-    QVERIFY2(slower.find("< 0.10 x 1-stream 4764 tok/s at concurrency 8, and 3152 tok/s over 8 streams") !=
+    QVERIFY2(slower.find("< 0.10 x 1-stream 4764 tok/s at concurrency 8, and 8 streams together decode 3152 tok/s") !=
                  std::string::npos, slower.c_str());
     // The seed's Spark row: 3.2 at one stream, 12.1 together at c=4, then 0.7 per stream at c=8.
     // Per stream that is above a tenth of one stream; together it is under half of c=4's.
     const auto spark = collapseReason(0.7, 8, levels({{1, 3.2}, {4, 12.1 / 4}}), 0.1);
-    QVERIFY2(spark == "decode collapse: per-stream 0.7 tok/s (5.6 tok/s over 8 streams) < 0.50 x the 12.1 tok/s "
-                      "of concurrency 4 at concurrency 8", spark.c_str());
+    QVERIFY2(spark == "decode collapse: per-stream 0.7 tok/s at concurrency 8: 8 streams together decode 5.6 "
+                      "tok/s < 0.50 x the 12.1 of concurrency 4", spark.c_str());
     QVERIFY(!collapseReason(0.75, 8, levels({{1, 3.2}, {4, 12.1 / 4}}), 0.1).empty());  // 6.0 < 6.05
     QVERIFY(collapseReason(0.76, 8, levels({{1, 3.2}, {4, 12.1 / 4}}), 0.1).empty());   // 6.08
     // Saturation is no collapse: the demo model on two cores through HTTP, 17 806 tok/s at one
@@ -207,8 +207,16 @@ class TestBenchMetrics : public QObject {
     QVERIFY(collapseReason(1974.0 / 64, 64, levels({{1, 55.8}, {8, 309.0 / 8}, {32, 1207.0 / 32}}), 0.1).empty());
     // The first measured level is the base, whatever its concurrency.
     const auto from4 = collapseReason(1, 16, levels({{4, 20}}), 0.1);
-    QVERIFY2(from4.find("< 0.10 x concurrency 4's 20 tok/s at concurrency 16, and 16 tok/s over 16 streams is "
-                        "no more than 80") != std::string::npos, from4.c_str());
+    QVERIFY2(from4.find("< 0.10 x concurrency 4's 20 tok/s at concurrency 16, and 16 streams together decode 16 "
+                        "tok/s, no more than the 80 of concurrency 4") != std::string::npos, from4.c_str());
+    // Levels in any order: a level is held against earlier levels of no more streams. A healthy
+    // engine swept 32, 8, 1: one stream decodes far less than 32 did together, and that is fine.
+    QVERIFY(collapseReason(100, 1, levels({{32, 1500.0 / 32}, {8, 800.0 / 8}}), 0.1).empty());
+    QVERIFY(!collapseReason(40, 8, levels({{32, 1500.0 / 32}, {4, 800.0 / 4}}), 0.1).empty());  // 320 < 400
+    const auto one = collapseReason(0.4, 2, levels({{1, 5}}), 0.1);
+    QVERIFY2(one.find("no more than the 5 of concurrency 1") != std::string::npos, one.c_str());
+    const auto single = collapseReason(1, 1, levels({{1, 5}, {1, 4}}), 0.1);
+    QVERIFY2(single.find("1 stream decodes 1 tok/s") != std::string::npos, single.c_str());
     QVERIFY(levels({{1, 0}}).empty());  // an unmeasured level is no base
     // The seed lab's MI300X row: 55.8, 309, 1207, 1974 keeps growing; a flat tail is a knee.
     QVERIFY(!findKnee({{1, 55.8, 55.8}, {8, 309, 38}, {32, 1207, 37}, {64, 1974, 31}}));

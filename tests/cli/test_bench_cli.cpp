@@ -135,8 +135,8 @@ class TestBenchCli : public QObject {
     QVERIFY(lines[1]["failed"].get<int>() > 0);  // in-flight requests are counted, not dropped
   }
 
-  // A saturated engine (more streams share two streams' pace): per stream falls to 1/16 of one
-  // stream's at c=32, but the streams together decode twice what one did, so every level runs.
+  // A saturated engine (more streams share two streams' pace): per stream falls to 1/32 of one
+  // stream's at c=64, but the streams together decode twice what one did, so every level runs.
   void aSaturatedEngineIsNoCollapse() {
     backends::StandinConfig cfg;
     cfg.intervalS = 0.002;     // 1 stream: ~500 tok/s
@@ -145,41 +145,69 @@ class TestBenchCli : public QObject {
     server.start();
     const QString jsonl = tmp_.filePath("saturated.jsonl");
     const auto r = cli({"bench", "--url", QString::fromStdString(server.baseUrl()), "--model", "standin",
-                        "--concurrency", "1,4,32", "--num-prompts", "32", "--output-len", "100",
+                        "--concurrency", "1,4,64", "--num-prompts", "64", "--output-len", "50",
                         "--watch-window", "1", "--save-result", jsonl});
     QVERIFY2(r.code == 0, r.err.constData());
     const auto lines = readLines(jsonl);
     QCOMPARE(lines.size(), size_t(3));
     for (const auto& l : lines) QVERIFY2(l["collapse"].is_null(), l.dump().c_str());
     // What the old rule (per stream under a tenth of one stream's) would have stopped on.
-    const double one = lines[0]["per_stream_tok_s"].get<double>(), at32 = lines[2]["per_stream_tok_s"].get<double>();
-    QVERIFY2(at32 < 0.1 * one && at32 * 32 > one, (std::to_string(one) + " / " + std::to_string(at32)).c_str());
+    const double one = lines[0]["per_stream_tok_s"].get<double>(), at64 = lines[2]["per_stream_tok_s"].get<double>();
+    QVERIFY2(at64 < 0.1 * one && at64 * 64 > one, (std::to_string(one) + " / " + std::to_string(at64)).c_str());
     QVERIFY(!r.out.contains("collapse"));
   }
 
-  // The seed's Spark shape: c=8 decodes 8 × 500, then c=16 slows to ~67 tok/s a stream — more
-  // than one stream decoded alone, less than half of what c=8 did together.
+  // The seed's Spark shape: c=8 decodes 8 × 500, then c=16 slows to ~40 tok/s a stream — more
+  // than one stream decoded alone, less than half of what c=8 did together; seen live, over the
+  // watch window, before the level ends.
   void aBatchThatDecodesHalfAsMuchIsACollapse() {
     backends::StandinConfig cfg;
     cfg.intervalS = 0.002;
     cfg.collapseAboveStreams = 8;
-    cfg.collapsedIntervalS = 0.015;
+    cfg.collapsedIntervalS = 0.025;
     backends::StandinServer server(cfg);
     server.start();
     const QString jsonl = tmp_.filePath("halved.jsonl");
     const auto r = cli({"bench", "--url", QString::fromStdString(server.baseUrl()), "--model", "standin",
-                        "--concurrency", "1,8,16", "--num-prompts", "16", "--output-len", "100",
-                        "--save-result", jsonl});
+                        "--concurrency", "1,8,16", "--num-prompts", "16", "--output-len", "200",
+                        "--watch-window", "1", "--save-result", jsonl});
     QVERIFY2(r.code == 0, r.err.constData());
     const auto lines = readLines(jsonl);
     QCOMPARE(lines.size(), size_t(3));
     QVERIFY(lines[0]["collapse"].is_null() && lines[1]["collapse"].is_null());
     QVERIFY2(lines[2]["collapse"].is_string(), lines[2].dump().c_str());
     const std::string why = lines[2]["collapse"].get<std::string>();
-    QVERIFY2(why.find("decode collapse: per-stream") == 0 && why.find("streams) < 0.50 x the") != std::string::npos &&
-                 why.find("of concurrency 8 at concurrency 16") != std::string::npos,
+    QVERIFY2(why.find("decode collapse: per-stream") == 0 && why.find("over the last 1 s at concurrency 16: 16 streams "
+                                                                      "together decode") != std::string::npos &&
+                 why.find("< 0.50 x the") != std::string::npos && why.find("of concurrency 8") != std::string::npos,
              why.c_str());
     QVERIFY(r.out.contains("sweep stopped: decode collapse"));
+  }
+
+  // A server that streams three tokens a chunk (usage says so): the live check counts chunks, so
+  // it weighs them by the earlier levels' tokens per chunk. Saturated at two streams' pace, c=16
+  // decodes as much together as c=2 did; read as one token a chunk it would look a third of that.
+  void chunksOfSeveralTokensAreJudgedInTokens() {
+    backends::StandinConfig cfg;
+    cfg.intervalS = 0.002;
+    cfg.fullPaceStreams = 2;
+    cfg.tokensPerFrame = 3;
+    backends::StandinServer server(cfg);
+    server.start();
+    const QString jsonl = tmp_.filePath("three_a_chunk.jsonl");
+    const auto r = cli({"bench", "--url", QString::fromStdString(server.baseUrl()), "--model", "standin",
+                        "--concurrency", "1,2,16", "--num-prompts", "16", "--output-len", "450",
+                        "--watch-window", "1", "--save-result", jsonl});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const auto lines = readLines(jsonl);
+    QCOMPARE(lines.size(), size_t(3));
+    for (const auto& l : lines) QVERIFY2(l["collapse"].is_null(), l.dump().c_str());
+    QCOMPARE(lines[2]["total_output_tokens"].get<int>(), 16 * 450);
+    QVERIFY_THROWS_EXCEPTION(std::invalid_argument, backends::StandinServer([] {
+                               backends::StandinConfig c;
+                               c.tokensPerFrame = 0;
+                               return c;
+                             }()));
   }
 
   void stalledStreamsStopTheSweep() {
