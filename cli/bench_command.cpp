@@ -332,7 +332,9 @@ int runBench(const Args& args, cli::Context& ctx) {
     const auto status = failed ? bench::SweepStatus::Failed : stoppedByUser ? bench::SweepStatus::Stopped : bench::SweepStatus::Done;
     bench::BenchStore(*lab).end(*benchId, status, failed ? result.failure : result.stoppedReason);
   }
-  const std::string knee = result.knee ? result.knee->description : "not reached (aggregate still growing)";
+  const std::string knee = result.knee                         ? result.knee->description
+                           : result.stoppedReason.empty()      ? "not reached (aggregate still growing)"
+                                                               : "not reached before the sweep stopped";
   if (args.has("--json")) {
     json levels = json::array();
     for (const auto& l : result.levels) {

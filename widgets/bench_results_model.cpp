@@ -47,7 +47,7 @@ const bench::StoredLevel* BenchResultsModel::levelAt(int row, int concurrency) c
 
 double BenchResultsModel::throughputAt(int row, int concurrency) const {
   const auto* l = levelAt(row, concurrency);
-  return l ? l->outputThroughput : -1;
+  return l && l->completed > 0 ? l->outputThroughput : -1;  // aborted live: nothing completed, no rate
 }
 
 const bench::StoredLevel* BenchResultsModel::best(int row) const {
@@ -82,6 +82,7 @@ QString BenchResultsModel::cellText(int row, int column) const {
   if (levelIndex < static_cast<int>(levels_.size())) {
     const auto* l = levelAt(row, levels_[static_cast<size_t>(levelIndex)]);
     if (!l) return {};
+    if (l->completed == 0) return l->collapse.empty() ? QString() : tr("collapse");  // aborted live: no rate
     return QString::number(l->outputThroughput, 'f', 1) + (l->collapse.empty() ? QString() : tr(" (collapse)"));
   }
   const auto* top = best(row);
@@ -148,7 +149,7 @@ QString BenchResultsModel::toCsv() const {
     QString collapse;
     for (int c : levels_) {
       const auto* l = levelAt(r, c);
-      cells << (l ? number(l->outputThroughput, 1) : QString());
+      cells << (l && l->completed > 0 ? number(l->outputThroughput, 1) : QString());
       if (l && !l->collapse.empty() && collapse.isEmpty()) collapse = QString::fromStdString(l->collapse);
     }
     const auto* top = best(r);

@@ -191,7 +191,8 @@ SweepResult ThroughputSweep::run(SweepListener* listener, const std::atomic<bool
         if (r.success) tokens += r.outputTokens(), chunks += r.textChunks;
       if (tokens > 0 && chunks > 0) tokensPerChunk = static_cast<double>(tokens) / static_cast<double>(chunks);
     }
-    points.push_back({c, level.outputThroughput, level.perStreamTokS});
+    if (level.completed > 0)  // a level aborted live completed nothing: no aggregate to weigh
+      points.push_back({c, level.outputThroughput, level.perStreamTokS});
     if (listener) listener->onLevelDone(level);
     result.levels.push_back(std::move(level));
   }

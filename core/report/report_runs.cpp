@@ -231,7 +231,12 @@ void addServing(SectionContext& ctx) {
     std::vector<std::string> row = {b.header.label};
     for (int c : levels) {
       auto it = std::find_if(b.levels.begin(), b.levels.end(), [c](const auto& l) { return l.concurrency == c; });
-      row.push_back(it == b.levels.end() ? "" : fixedText(it->outputThroughput, 1) + (c > 1 ? " agg" : ""));
+      if (it == b.levels.end())
+        row.push_back("");
+      else if (it->completed == 0)  // aborted live: nothing completed, no rate
+        row.push_back(it->collapse.empty() ? "" : "collapse");
+      else
+        row.push_back(fixedText(it->outputThroughput, 1) + (c > 1 ? " agg" : ""));
     }
     const std::string ref = doc.cite("S", "serving: " + b.header.label,
                                      "benchmarks.id=" + std::to_string(b.id) + "; benchmark_levels benchmark_id=" +
@@ -252,7 +257,8 @@ void addServing(SectionContext& ctx) {
     summary.rows.push_back({b.header.label, b.header.model, oneStream, best, usd, notes});
     summary.refs.push_back(ref);
     ChartSeries s{b.header.label, {}, color++, false, true};
-    for (const auto& l : b.levels) s.points.emplace_back(l.concurrency, l.outputThroughput);
+    for (const auto& l : b.levels)
+      if (l.completed > 0) s.points.emplace_back(l.concurrency, l.outputThroughput);
     chart.series.push_back(std::move(s));
   }
   doc.table(std::move(grid));

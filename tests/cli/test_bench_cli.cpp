@@ -133,6 +133,9 @@ class TestBenchCli : public QObject {
              why.c_str());
     QVERIFY(r.out.contains("sweep stopped: decode collapse"));
     QVERIFY(lines[1]["failed"].get<int>() > 0);  // in-flight requests are counted, not dropped
+    QCOMPARE(lines[1]["completed"].get<int>(), 0);  // stopped live (200 tokens at 5 tok/s would take 40 s)…
+    QVERIFY2(r.out.contains("saturation: not reached before the sweep stopped"),  // …so no knee "-> 0.0"
+             r.out.constData());
   }
 
   // A saturated engine (more streams share two streams' pace): per stream falls to 1/32 of one

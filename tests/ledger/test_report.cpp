@@ -171,11 +171,13 @@ class TestReport : public QObject {
     }
     bs.end(b1);
     const auto b2 = bs.begin({"spark runtime LoRA eager", "http://192.0.2.44:8000", "llama-70b", "completions", "bench", {}});
-    for (auto [c, agg, per, collapse] : std::vector<std::tuple<int, double, double, std::string>>{
-             {1, 3.2, 3.2, ""}, {4, 12.1, 3.0, ""}, {8, 5.6, 0.7, "per-stream 0.7 tok/s < 0.25 x 1-stream"}}) {
+    // c=8 stopped live on its collapse: nothing completed, so no aggregate (kept for its collapse).
+    for (auto [c, done, agg, per, collapse] : std::vector<std::tuple<int, int, double, double, std::string>>{
+             {1, 2, 3.2, 3.2, ""}, {4, 8, 12.1, 3.0, ""}, {8, 0, 0.0, 0.0, "per-stream 0.7 tok/s < 0.25 x 1-stream"}}) {
       bench::LevelResult l;
       l.context.maxConcurrency = c;
-      l.completed = 2 * c;  // a level that completed nothing is no measurement (BenchStore drops it)
+      l.completed = done;  // completing nothing and no collapse would be no measurement (BenchStore drops it)
+      l.failed = 2 * c - done;
       l.outputThroughput = agg;
       l.perStreamTokS = per;
       l.collapse = collapse;
@@ -242,6 +244,7 @@ class TestReport : public QObject {
     // Serving: concurrency grid and the summary.
     EXPECT_IN(md, "| Venue / method | conc 1 | conc 4 | conc 8 | conc 64 | rows |");
     EXPECT_IN(md, "| BOX-1 vllm merged | 25.7 |  | 150.0 agg | 1182.0 agg | [S1](#ref-S1) |");
+    EXPECT_IN(md, "| spark runtime LoRA eager | 3.2 | 12.1 agg | collapse |  | [S2](#ref-S2) |");  // not "0.0 agg"
     EXPECT_IN(md, "| BOX-1 vllm merged | llama-70b | 25.7 | 1182.0 (c=64) | $1.41 |  | [S1](#ref-S1) |");
     EXPECT_IN(md, "| spark runtime LoRA eager | llama-70b | 3.2 | 12.1 (c=4) | — | per-stream 0.7 tok/s < 0.25 x 1-stream | [S2](#ref-S2) |");
     // Quality: format, the gate, quote fidelity with fabricated counts.

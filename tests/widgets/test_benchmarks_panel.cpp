@@ -157,6 +157,25 @@ class TestBenchmarksPanel : public QObject {
     QVERIFY(!panel.isRunning());
   }
 
+  // A level the live check stopped completed nothing: the cell says "collapse" with no rate, the
+  // CSV leaves the figure empty, the comparison chart has no point there, the best stays c=4.
+  void aLevelStoppedLiveShowsNoRate() {
+    bench::StoredBenchmark b;
+    b.header.label = "stopped live";
+    b.levels = {{1, 4, 0, 3.2, 3.2, 100, 320, std::nullopt, "", "{}"},
+                {4, 8, 0, 12.1, 3.0, 200, 340, std::nullopt, "", "{}"},
+                {8, 0, 16, 0.0, 0.0, 0, 0, std::nullopt, "decode collapse: per-stream 0.7 tok/s over the last 5 s", "{}"}};
+    widgets::BenchResultsModel m;
+    m.setBenchmarks({b});
+    QCOMPARE(m.data(m.index(0, 5)).toString(), QString("collapse"));
+    QCOMPARE(m.data(m.index(0, 5), Qt::ForegroundRole).value<QColor>(), QColor(Qt::red));
+    QVERIFY(m.data(m.index(0, 5), Qt::ToolTipRole).toString().startsWith("0 completed, 16 failed\ndecode collapse"));
+    QCOMPARE(m.data(m.index(0, 6)).toString(), QString("12.1 (c=4)"));
+    QCOMPARE(m.throughputAt(0, 8), -1.0);
+    QCOMPARE(m.throughputAt(0, 4), 12.1);
+    QVERIFY2(m.toCsv().contains("\nstopped live,done,3.2,3.2,12.1,,12.1,4,,decode collapse"), qPrintable(m.toCsv()));
+  }
+
   void modelMarksCollapseAndPicksBestAggregate() {
     bench::StoredBenchmark b;
     b.header.label = "2x Spark, runtime LoRA";
