@@ -17,6 +17,7 @@
 #include <QScrollArea>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QTableView>
 #include <QtTest>
 
 #include <signal.h>
@@ -228,11 +229,13 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
  private:
   // Drives a sweep against `cfg`'s stand-in through the Benchmarks panel's widgets (endpoint
   // "URL", typed URL and model, levels, prompts, output length, label, a click on Run), keeps
-  // the status line as each level's result arrives and the level label at the end, and quits
-  // through the Lab menu. Check QTest::currentTestFailed() after it.
+  // the status line as each level's result arrives, the level label and the results table's row
+  // for the sweep (header → cell text) at the end, and quits through the Lab menu. Check
+  // QTest::currentTestFailed() after it.
   struct PanelSweep {
     QStringList statuses;
     QString levelLabel;
+    QMap<QString, QString> row;
   };
   void sweepThroughPanel(const QString& labPath, const backends::StandinConfig& cfg, const QString& levels,
                          int numPrompts, int outputLen, const QString& label, PanelSweep& out) {
@@ -262,6 +265,14 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     QCOMPARE(finished.last().first().toInt(), 0);
     QVERIFY2(panel->status().startsWith("Sweep done"), qPrintable(panel->status()));
     out.levelLabel = panel->findChild<QLabel*>("levelLabel")->text();
+    auto* table = waitFor<QTableView>(panel, "resultsTable");
+    QVERIFY(table);
+    const auto* model = table->model();
+    for (int r = 0; r < model->rowCount(); ++r)
+      if (model->index(r, 0).data().toString() == label)
+        for (int c = 0; c < model->columnCount(); ++c)
+          out.row[model->headerData(c, Qt::Horizontal).toString()] = model->index(r, c).data().toString();
+    QVERIFY2(!out.row.isEmpty(), qPrintable(label + " is not in the results table"));
     QVERIFY(chooseMenu(window.get(), "Lab", "Quit"));
     QVERIFY(waitUntil([&] { return !window->isVisible(); }, "the window to close"));
   }
@@ -322,6 +333,30 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     // At 64: per stream under a tenth of one stream's, together above it — saturation, as set up.
     QVERIFY2(rows[2].section(' ', 2, 2).toDouble() < 0.1 && rows[2].section(' ', 3, 3).toDouble() > 1,
              qPrintable(rows[2]));
+  }
+
+  // A level the live check stops (the stand-in slows every stream to 5 tok/s past one stream)
+  // completes nothing: the table says "collapse" in its cell, not a rate of 0.0, and the best
+  // aggregate stays at c=1; the lab keeps the level for its collapse with nothing completed.
+  void aLevelStoppedLiveShowsCollapseNotARate() {
+    DemoLab lab;
+    QVERIFY(lab.ok());
+    backends::StandinConfig cfg;
+    cfg.intervalS = 0.002;
+    cfg.collapseAboveStreams = 1;
+    PanelSweep sweep;
+    sweepThroughPanel(lab.path(), cfg, "1,4", 4, 200, "stopped live", sweep);
+    if (QTest::currentTestFailed()) return;
+    QCOMPARE(sweep.statuses.size(), 2);
+    QVERIFY2(sweep.statuses[1].contains("decode collapse: per-stream") &&
+                 sweep.statuses[1].contains("over the last"), qPrintable(sweep.statuses[1]));
+    QCOMPARE(sweep.row.value("c=4 tok/s"), QString("collapse"));
+    QVERIFY2(sweep.row.value("Best aggregate").endsWith("(c=1)"), qPrintable(sweep.row.value("Best aggregate")));
+    QCOMPARE(integrityCheck(lab.path()), QString("ok"));
+    QCOMPARE(labQuery(lab.path(), "SELECT l.concurrency || ' ' || l.completed || ' ' || (l.collapse IS NOT NULL) FROM "
+                                  "benchmark_levels l JOIN benchmarks b ON b.id = l.benchmark_id WHERE b.label = "
+                                  "'stopped live' ORDER BY l.concurrency"),
+             (QStringList{"1 4 0", "4 0 1"}));
   }
 };
 
