@@ -33,6 +33,18 @@ std::vector<json> readLines(const QString& path) {
   return out;
 }
 
+// `bench` against a stand-in with `cfg`, watching over a 1 s window, its JSON lines in `lines`.
+Result sweepStandin(const backends::StandinConfig& cfg, const QString& levels, int prompts, int outputLen,
+                    const QString& jsonl, std::vector<json>& lines) {
+  backends::StandinServer server(cfg);
+  server.start();
+  auto r = cli({"bench", "--url", QString::fromStdString(server.baseUrl()), "--model", "standin", "--concurrency",
+                levels, "--num-prompts", QString::number(prompts), "--output-len", QString::number(outputLen),
+                "--watch-window", "1", "--save-result", jsonl});
+  if (r.code == 0) lines = readLines(jsonl);
+  return r;
+}
+
 }  // namespace
 
 class TestBenchCli : public QObject {
@@ -118,14 +130,9 @@ class TestBenchCli : public QObject {
     backends::StandinConfig cfg;
     cfg.intervalS = 0.002;          // 1 stream: ~500 tok/s
     cfg.collapseAboveStreams = 1;   // more streams: 5 tok/s each
-    backends::StandinServer server(cfg);
-    server.start();
-    const QString jsonl = tmp_.filePath("collapse.jsonl");
-    const auto r = cli({"bench", "--url", QString::fromStdString(server.baseUrl()), "--model", "standin",
-                        "--concurrency", "1,4,16", "--num-prompts", "4", "--output-len", "200",
-                        "--watch-window", "1", "--save-result", jsonl});
+    std::vector<json> lines;
+    const auto r = sweepStandin(cfg, "1,4,16", 4, 200, tmp_.filePath("collapse.jsonl"), lines);
     QVERIFY2(r.code == 0, r.err.constData());
-    const auto lines = readLines(jsonl);
     QCOMPARE(lines.size(), size_t(2));  // c=16 never ran
     QVERIFY(lines[0]["collapse"].is_null());
     const std::string why = lines[1]["collapse"].get<std::string>();
@@ -144,14 +151,9 @@ class TestBenchCli : public QObject {
     backends::StandinConfig cfg;
     cfg.intervalS = 0.002;     // 1 stream: ~500 tok/s
     cfg.fullPaceStreams = 2;   // more streams: ~1000 tok/s among them
-    backends::StandinServer server(cfg);
-    server.start();
-    const QString jsonl = tmp_.filePath("saturated.jsonl");
-    const auto r = cli({"bench", "--url", QString::fromStdString(server.baseUrl()), "--model", "standin",
-                        "--concurrency", "1,4,64", "--num-prompts", "64", "--output-len", "50",
-                        "--watch-window", "1", "--save-result", jsonl});
+    std::vector<json> lines;
+    const auto r = sweepStandin(cfg, "1,4,64", 64, 50, tmp_.filePath("saturated.jsonl"), lines);
     QVERIFY2(r.code == 0, r.err.constData());
-    const auto lines = readLines(jsonl);
     QCOMPARE(lines.size(), size_t(3));
     for (const auto& l : lines) QVERIFY2(l["collapse"].is_null(), l.dump().c_str());
     // What the old rule (per stream under a tenth of one stream's) would have stopped on.
@@ -168,14 +170,9 @@ class TestBenchCli : public QObject {
     cfg.intervalS = 0.002;
     cfg.collapseAboveStreams = 8;
     cfg.collapsedIntervalS = 0.025;
-    backends::StandinServer server(cfg);
-    server.start();
-    const QString jsonl = tmp_.filePath("halved.jsonl");
-    const auto r = cli({"bench", "--url", QString::fromStdString(server.baseUrl()), "--model", "standin",
-                        "--concurrency", "1,8,16", "--num-prompts", "16", "--output-len", "200",
-                        "--watch-window", "1", "--save-result", jsonl});
+    std::vector<json> lines;
+    const auto r = sweepStandin(cfg, "1,8,16", 16, 200, tmp_.filePath("halved.jsonl"), lines);
     QVERIFY2(r.code == 0, r.err.constData());
-    const auto lines = readLines(jsonl);
     QCOMPARE(lines.size(), size_t(3));
     QVERIFY(lines[0]["collapse"].is_null() && lines[1]["collapse"].is_null());
     QVERIFY2(lines[2]["collapse"].is_string(), lines[2].dump().c_str());
@@ -195,14 +192,9 @@ class TestBenchCli : public QObject {
     cfg.intervalS = 0.002;
     cfg.fullPaceStreams = 2;
     cfg.tokensPerFrame = 3;
-    backends::StandinServer server(cfg);
-    server.start();
-    const QString jsonl = tmp_.filePath("three_a_chunk.jsonl");
-    const auto r = cli({"bench", "--url", QString::fromStdString(server.baseUrl()), "--model", "standin",
-                        "--concurrency", "1,2,16", "--num-prompts", "16", "--output-len", "450",
-                        "--watch-window", "1", "--save-result", jsonl});
+    std::vector<json> lines;
+    const auto r = sweepStandin(cfg, "1,2,16", 16, 450, tmp_.filePath("three_a_chunk.jsonl"), lines);
     QVERIFY2(r.code == 0, r.err.constData());
-    const auto lines = readLines(jsonl);
     QCOMPARE(lines.size(), size_t(3));
     for (const auto& l : lines) QVERIFY2(l["collapse"].is_null(), l.dump().c_str());
     QCOMPARE(lines[2]["total_output_tokens"].get<int>(), 16 * 450);
