@@ -242,7 +242,7 @@ std::vector<cli::OptionSpec> benchOptions() {
           {"--save-detailed", false, "also write per-request ITLs into --save-result"},
           {"--api-key-env", true, "environment variable holding the API key (never logged or stored)"},
           {"--timeout", true, "seconds without data before a request fails, default 120"},
-          {"--collapse-fraction", true, "a collapse: per-stream tok/s under this x the first level's with no gain together (or under half an earlier level's decode), default 0.1"},
+          {"--collapse-fraction", true, "collapse: per stream under this x the first level's, no gain together; default 0.1"},
           {"--stall-seconds", true, "a decoding stream silent this long stops the sweep, default 30"},
           {"--watch-window", true, "seconds over which live per-stream tok/s is judged, default 5"},
           {"--seed", true, "seed for prompts and arrival times"},
@@ -332,9 +332,9 @@ int runBench(const Args& args, cli::Context& ctx) {
     const auto status = failed ? bench::SweepStatus::Failed : stoppedByUser ? bench::SweepStatus::Stopped : bench::SweepStatus::Done;
     bench::BenchStore(*lab).end(*benchId, status, failed ? result.failure : result.stoppedReason);
   }
-  const std::string knee = result.knee                         ? result.knee->description
-                           : result.stoppedReason.empty()      ? "not reached (aggregate still growing)"
-                                                               : "not reached before the sweep stopped";
+  const std::string knee = result.knee                    ? result.knee->description
+                           : result.stoppedReason.empty() ? "not reached (aggregate still growing)"
+                                                          : "not reached before the sweep stopped";
   if (args.has("--json")) {
     json levels = json::array();
     for (const auto& l : result.levels) {

@@ -27,7 +27,8 @@ struct SweepOptions {
   int warmup = 0;
   std::optional<double> pricePerHour;
   std::string authorization;  // "Bearer …" (from --api-key-env), never stored or logged
-  double collapseFraction = 0.1;  // per stream under this × the first level's, no faster together: a collapse (sweep_analysis.h)
+  double collapseFraction = 0.1;  // per stream under this × the first level's, no faster together:
+                                  // a collapse (sweep_analysis.h)
   double watchWindowS = 5.0;      // live per-stream rate is measured over this window
   double stallS = 30.0;           // a decoding stream silent this long = streams stopped
   double timeoutS = 120.0;        // per request: connect, first byte, and between bytes

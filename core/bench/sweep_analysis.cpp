@@ -33,7 +33,8 @@ std::string collapseReason(double perStreamTokS, int concurrency, const Collapse
   const auto& first = before.levels.front();
   const CollapseBaseline::Level* best = nullptr;  // decoded most together, among levels of no more streams
   for (const auto& l : before.levels)
-    if (l.concurrency <= concurrency && (!best || l.perStreamTokS * l.concurrency > best->perStreamTokS * best->concurrency))
+    if (l.concurrency <= concurrency &&
+        (!best || l.perStreamTokS * l.concurrency > best->perStreamTokS * best->concurrency))
       best = &l;
   auto together = [](int streams, double rate) {
     return std::to_string(streams) + (streams == 1 ? " stream decodes " : " streams together decode ") +
@@ -43,12 +44,14 @@ std::string collapseReason(double perStreamTokS, int concurrency, const Collapse
                            (windowNote.empty() ? "" : " " + windowNote);
   const std::string at = " at concurrency " + std::to_string(concurrency);
   const double decode = perStreamTokS * concurrency;
-  if (perStreamTokS < fraction * first.perStreamTokS && decode <= first.perStreamTokS * first.concurrency)
-    return head + " < " + fmtF(fraction, 2) + " x " +
-           (first.concurrency == 1 ? std::string("1-stream") : "concurrency " + std::to_string(first.concurrency) + "'s") +
-           " " + fmtRate(first.perStreamTokS) + " tok/s" + at + ", and " + together(concurrency, perStreamTokS) +
+  if (perStreamTokS < fraction * first.perStreamTokS && decode <= first.perStreamTokS * first.concurrency) {
+    const std::string base =
+        first.concurrency == 1 ? "1-stream" : "concurrency " + std::to_string(first.concurrency) + "'s";
+    return head + " < " + fmtF(fraction, 2) + " x " + base + " " + fmtRate(first.perStreamTokS) + " tok/s" + at +
+           ", and " + together(concurrency, perStreamTokS) +
            ", no more than the " + fmtRate(first.perStreamTokS * first.concurrency) + " of concurrency " +
            std::to_string(first.concurrency);
+  }
   if (best && decode < kCollapseDrop * best->perStreamTokS * best->concurrency)
     return head + at + ": " + together(concurrency, perStreamTokS) + " < " + fmtF(kCollapseDrop, 2) + " x the " +
            fmtRate(best->perStreamTokS * best->concurrency) + " of concurrency " + std::to_string(best->concurrency);

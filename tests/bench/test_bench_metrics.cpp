@@ -186,7 +186,8 @@ class TestBenchMetrics : public QObject {
     // The seed's MI300X runtime-LoRA row under CUDA graphs: 22.9 tok/s at one stream, 0.1 later.
     const auto r = collapseReason(0.1, 8, levels({{1, 22.9}}), 0.1, "over the last 5 s");
     QVERIFY2(r.find("decode collapse: per-stream 0.1 tok/s over the last 5 s < 0.10 x 1-stream 22.9 tok/s at "
-                    "concurrency 8, and 8 streams together decode 0.8 tok/s, no more than the 22.9 of concurrency 1") == 0, r.c_str());
+                    "concurrency 8, and 8 streams together decode 0.8 tok/s, no more than the 22.9 of concurrency 1") == 0,
+             r.c_str());
     // The first batched run of this demo model: 4764 at one stream, 394 per stream at c=8
     // (3152 together, less than one stream decoded alone).
     const auto slower = collapseReason(394, 8, levels({{1, 4764}}), 0.1);

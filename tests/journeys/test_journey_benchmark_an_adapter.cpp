@@ -321,11 +321,11 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
       QVERIFY2(s.contains("tok/s per stream") && !s.contains("collapse"), qPrintable(s));
     QCOMPARE(integrityCheck(lab.path()), QString("ok"));
     // Each level: no collapse, and per stream / together as a share of one stream's rate.
-    const auto rows = labQuery(lab.path(), "SELECT l.concurrency || ' ' || (l.collapse IS NULL) || ' ' || "
-                                           "(l.per_stream_tok_s / o.per_stream_tok_s) || ' ' || (l.per_stream_tok_s * "
-                                           "l.concurrency / o.per_stream_tok_s) FROM benchmark_levels l JOIN benchmarks "
-                                           "b ON b.id = l.benchmark_id JOIN benchmark_levels o ON o.benchmark_id = b.id "
-                                           "AND o.concurrency = 1 WHERE b.label = 'saturated' ORDER BY l.concurrency");
+    const auto rows = labQuery(
+        lab.path(), "SELECT l.concurrency || ' ' || (l.collapse IS NULL) || ' ' || (l.per_stream_tok_s / "
+                    "o.per_stream_tok_s) || ' ' || (l.per_stream_tok_s * l.concurrency / o.per_stream_tok_s) "
+                    "FROM benchmark_levels l JOIN benchmarks b ON b.id = l.benchmark_id JOIN benchmark_levels o "
+                    "ON o.benchmark_id = b.id AND o.concurrency = 1 WHERE b.label = 'saturated' ORDER BY l.concurrency");
     QCOMPARE(rows.size(), 3);
     QStringList flags;
     for (const auto& r : rows) flags << r.section(' ', 0, 1);

@@ -164,7 +164,8 @@ class TestBenchmarksPanel : public QObject {
     b.header.label = "stopped live";
     b.levels = {{1, 4, 0, 3.2, 3.2, 100, 320, std::nullopt, "", "{}"},
                 {4, 8, 0, 12.1, 3.0, 200, 340, std::nullopt, "", "{}"},
-                {8, 0, 16, 0.0, 0.0, 0, 0, std::nullopt, "decode collapse: per-stream 0.7 tok/s over the last 5 s", "{}"}};
+                {8, 0, 16, 0.0, 0.0, 0, 0, std::nullopt, "decode collapse: per-stream 0.7 tok/s over the last 5 s",
+                 "{}"}};
     widgets::BenchResultsModel m;
     m.setBenchmarks({b});
     QCOMPARE(m.data(m.index(0, 5)).toString(), QString("collapse"));
