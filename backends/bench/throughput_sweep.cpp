@@ -186,10 +186,11 @@ SweepResult ThroughputSweep::run(SweepListener* listener, const std::atomic<bool
       level.collapse = bench::collapseReason(level.perStreamTokS, streams, before, o.collapseFraction);
       if (!level.collapse.empty()) result.stoppedReason = level.collapse;
       before.add(streams, level.perStreamTokS);
-      std::int64_t tokens = 0, chunks = 0;
+      std::int64_t chunks = 0;  // of the requests whose tokens totalOutputTokens counts
       for (const auto& r : run.records)
-        if (r.success) tokens += r.outputTokens(), chunks += r.textChunks;
-      if (tokens > 0 && chunks > 0) tokensPerChunk = static_cast<double>(tokens) / static_cast<double>(chunks);
+        if (r.success) chunks += r.textChunks;
+      if (level.totalOutputTokens > 0 && chunks > 0)
+        tokensPerChunk = static_cast<double>(level.totalOutputTokens) / static_cast<double>(chunks);
     }
     if (level.completed > 0)  // a level aborted live completed nothing: no aggregate to weigh
       points.push_back({c, level.outputThroughput, level.perStreamTokS});
