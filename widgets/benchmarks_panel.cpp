@@ -11,6 +11,7 @@
 #include <QFormLayout>
 #include <QHBoxLayout>
 #include <QHeaderView>
+#include <QItemSelectionModel>
 #include <QJsonDocument>
 #include <QLabel>
 #include <QLineEdit>
@@ -21,12 +22,15 @@
 #include <QScrollArea>
 #include <QSpinBox>
 #include <QSplitter>
+#include <QTabWidget>
 #include <QTableView>
 #include <QToolButton>
 #include <QValueAxis>
 #include <QVBoxLayout>
 
 #include <spdlog/spdlog.h>
+
+#include <algorithm>
 
 #include "backends/bench/bench_process.h"
 #include "backends/lab_session.h"
@@ -74,8 +78,14 @@ BenchmarksPanel::BenchmarksPanel(backends::LabSession* session, QWidget* parent)
   auto* form = buildForm();
   form->setMaximumWidth(440);
   topLayout->addWidget(form);
-  live_ = new BenchLiveChart(top);
-  topLayout->addWidget(live_, 1);
+  // Beside it, the charts: the running sweep's, and the comparison of the rows selected in the
+  // table (shown when the lab opens with sweeps recorded, and when the user selects rows).
+  charts_ = new QTabWidget(top);
+  charts_->setObjectName("chartTabs");
+  live_ = new BenchLiveChart(charts_);
+  charts_->addTab(live_, tr("Live sweep"));
+  charts_->addTab(buildComparison(charts_), tr("Compare rows"));
+  topLayout->addWidget(charts_, 1);
   splitter->addWidget(top);
   splitter->addWidget(buildResults());
   auto* contentLayout = new QVBoxLayout(content);
@@ -147,6 +157,7 @@ BenchmarksPanel::BenchmarksPanel(backends::LabSession* session, QWidget* parent)
     if (!typed.isEmpty() && (typed == autoModel_ || oldAdapters.contains(typed))) model_->clear();
     autoModel_.clear();
     fillLocalDefaults();
+    labOpened_ = true;  // this lab's benchmarks are not the ones selected or seen before
     reload();
     resetProgress(tr("idle"));
   });
@@ -457,16 +468,12 @@ QWidget* BenchmarksPanel::buildResults() {
   table_->setSelectionMode(QAbstractItemView::ExtendedSelection);
   table_->horizontalHeader()->setSectionResizeMode(QHeaderView::ResizeToContents);
   table_->verticalHeader()->hide();
-  connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, &BenchmarksPanel::updateComparison);
+  connect(table_->selectionModel(), &QItemSelectionModel::selectionChanged, this, [this] {
+    updateComparison();
+    // Rows the user selects are shown compared, unless a sweep is being watched live.
+    if (!restoringSelection_ && bars_->count() > 0 && !process_->isRunning()) charts_->setCurrentWidget(compare_);
+  });
   connect(results_, &QAbstractItemModel::modelReset, this, &BenchmarksPanel::updateComparison);
-
-  bars_ = new QBarSeries;
-  compare_ = new QChartView(box);
-  compare_->setObjectName("compareChart");
-  compare_->chart()->addSeries(bars_);
-  compare_->chart()->setTitle(tr("Compare rows"));
-  compare_->setToolTip(tr("Select rows of the table to compare their output tok/s per level"));
-  compare_->setMinimumHeight(160);
 
   auto* csv = new QPushButton(tr("Export CSV…"), box);
   csv->setObjectName("exportCsv");
@@ -479,14 +486,23 @@ QWidget* BenchmarksPanel::buildResults() {
   buttons->addWidget(csv);
   buttons->addWidget(json);
 
-  auto* h = new QHBoxLayout;
-  h->addWidget(table_, 3);
-  h->addWidget(compare_, 1);
   auto* v = new QVBoxLayout(box);
   v->setContentsMargins(0, 0, 0, 0);
-  v->addLayout(h);
+  v->addWidget(table_);
   v->addLayout(buttons);
   return box;
+}
+
+QWidget* BenchmarksPanel::buildComparison(QWidget* parent) {
+  bars_ = new QBarSeries;
+  compare_ = new QChartView(parent);
+  compare_->setObjectName("compareChart");
+  compare_->chart()->addSeries(bars_);
+  compare_->chart()->setTitle(tr("Output tok/s at each concurrency level, selected rows"));
+  compare_->chart()->legend()->setAlignment(Qt::AlignBottom);
+  compare_->setToolTip(tr("Select rows of the table to compare their output tok/s per level"));
+  compare_->setMinimumHeight(160);
+  return compare_;
 }
 
 QStringList BenchmarksPanel::sweepArgs() const {
@@ -577,6 +593,7 @@ bool BenchmarksPanel::run() {
 
 void BenchmarksPanel::startSweep() {
   live_->clear();
+  charts_->setCurrentWidget(live_);
   levelIndex_ = 0;
   timeOffset_ = lastT_ = 0;
   resetProgress(tr("starting sweep…"));
@@ -638,9 +655,43 @@ void BenchmarksPanel::onFinished(int exitCode, const QString& error, bool stoppe
 }
 
 void BenchmarksPanel::reload() {
+  std::set<std::int64_t> selected;  // a reload resets the model, and with it the selection
+  if (!labOpened_)
+    for (const auto& index : table_->selectionModel()->selectedRows())
+      selected.insert(results_->benchmarks()[size_t(index.row())].id);
   std::vector<bench::StoredBenchmark> rows;
   if (session_->isOpen() && session_->store()) rows = bench::BenchStore(*session_->store()).list();
   results_->setBenchmarks(std::move(rows));
+  restoreSelection(selected);
+}
+
+void BenchmarksPanel::restoreSelection(const std::set<std::int64_t>& selectedBefore) {
+  const auto& rows = results_->benchmarks();
+  QItemSelection keep;
+  const auto add = [&](int row) {
+    keep.select(results_->index(row, 0), results_->index(row, results_->columnCount() - 1));
+  };
+  for (int row = 0; row < int(rows.size()); ++row) {
+    const std::int64_t id = rows[size_t(row)].id;
+    if (selectedBefore.count(id) || (!labOpened_ && !knownBenchmarks_.count(id))) add(row);
+  }
+  if (keep.isEmpty()) {  // the newest with a measured level (rows come oldest first)
+    int picked = 0;
+    for (int row = int(rows.size()) - 1; row >= 0 && picked < kCompareOnOpen; --row) {
+      const auto& levels = rows[size_t(row)].levels;
+      if (std::none_of(levels.begin(), levels.end(), [](const auto& l) { return l.completed > 0; })) continue;
+      add(row);
+      ++picked;
+    }
+  }
+  const bool opened = labOpened_;
+  knownBenchmarks_.clear();
+  for (const auto& b : rows) knownBenchmarks_.insert(b.id);
+  labOpened_ = false;
+  restoringSelection_ = true;
+  table_->selectionModel()->select(keep, QItemSelectionModel::ClearAndSelect);
+  restoringSelection_ = false;
+  if (opened && !keep.isEmpty() && !process_->isRunning()) charts_->setCurrentWidget(compare_);
 }
 
 void BenchmarksPanel::updateComparison() {
@@ -653,7 +704,9 @@ void BenchmarksPanel::updateComparison() {
   QStringList categories;
   for (int c : results_->levels()) categories << QString("c=%1").arg(c);
   double top = 1;
-  for (const auto& index : table_->selectionModel()->selectedRows()) {
+  QModelIndexList selected = table_->selectionModel()->selectedRows();
+  std::sort(selected.begin(), selected.end());  // the table's order, whatever order they were picked in
+  for (const auto& index : selected) {
     auto* set = new QBarSet(results_->data(results_->index(index.row(), 0)).toString());
     for (int c : results_->levels()) {
       const double v = std::max(0.0, results_->throughputAt(index.row(), c));
@@ -666,6 +719,8 @@ void BenchmarksPanel::updateComparison() {
   x->append(categories);
   auto* y = new QValueAxis;
   y->setRange(0, top * 1.1);
+  y->applyNiceNumbers();  // round ticks (0, 4 000, 8 000 …), not a fifth of the top bar each
+  y->setLabelFormat("%.0f");
   y->setTitleText(tr("tok/s"));
   chart->addAxis(x, Qt::AlignBottom);
   chart->addAxis(y, Qt::AlignLeft);

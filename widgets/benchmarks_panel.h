@@ -5,6 +5,8 @@
 // selected rows compare side by side in a bar chart, and the table exports to CSV/JSON.
 
 #include <QWidget>
+#include <cstdint>
+#include <set>
 
 class QBarSeries;
 class QChartView;
@@ -16,6 +18,7 @@ class QListWidget;
 class QProgressBar;
 class QPushButton;
 class QSpinBox;
+class QTabWidget;
 class QTableView;
 
 namespace crosslab::backends {
@@ -54,6 +57,7 @@ class BenchmarksPanel : public QWidget {
   BenchResultsModel* results() const { return results_; }
   int comparedSets() const;
   QString status() const;
+  static constexpr int kCompareOnOpen = 4;  // rows compared when none is selected
 
  public slots:
   void reload();
@@ -64,6 +68,7 @@ class BenchmarksPanel : public QWidget {
  private:
   QWidget* buildForm();
   QWidget* buildResults();
+  QWidget* buildComparison(QWidget* parent);
   QWidget* buildLocalServerBox(QWidget* parent);
   QStringList sweepArgs() const;
   bool localEndpoint() const;
@@ -85,6 +90,10 @@ class BenchmarksPanel : public QWidget {
   void onLevelStarted(int concurrency, int planned);
   void onFinished(int exitCode, const QString& error, bool stopped);
   void updateComparison();
+  // After the table was reloaded: the rows selected before (by benchmark), plus any benchmark
+  // that is new since the last reload (a sweep under way, or one another process recorded);
+  // when that is nothing, the newest rows with figures, up to kCompareOnOpen.
+  void restoreSelection(const std::set<std::int64_t>& selectedBefore);
   void setStatus(const QString& text);
   void exportWithDialog(bool json);
 
@@ -114,10 +123,14 @@ class BenchmarksPanel : public QWidget {
   BenchLiveChart* live_;
   BenchResultsModel* results_;
   QTableView* table_;
+  QTabWidget* charts_;  // "Live sweep" and "Compare rows"
   QChartView* compare_;
   QBarSeries* bars_;
   int levelIndex_ = 0;
   double timeOffset_ = 0, lastT_ = 0;
+  std::set<std::int64_t> knownBenchmarks_;  // the benchmarks the table showed at its last reload
+  bool labOpened_ = true;                   // the next reload is this lab's first: nothing to keep
+  bool restoringSelection_ = false;         // the selection is being set by reload, not by the user
 };
 
 }  // namespace crosslab::widgets

@@ -7,6 +7,9 @@
 // text, table cells, the Model field) and what the lab holds afterwards (integrity_check,
 // the benchmarks rows: the adapter as the model measured, the failed sweep as failed with
 // its error and no level rows). Issue 11 items 5 and 6 (Benchmarks at 1024×700).
+#include <QBarSeries>
+#include <QBarSet>
+#include <QChartView>
 #include <QComboBox>
 #include <QFile>
 #include <QLabel>
@@ -17,7 +20,10 @@
 #include <QScrollArea>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QTabBar>
+#include <QTabWidget>
 #include <QTableView>
+#include <QValueAxis>
 #include <QtTest>
 
 #include <signal.h>
@@ -58,6 +64,33 @@ bool toggleItem(QListWidget* list, int row) {
   list->setCurrentRow(row);
   QTest::keyClick(list->viewport(), Qt::Key_Space);
   return waitUntil([&] { return list->item(row)->checkState() != before; }, "the adapter's check box to toggle");
+}
+
+// What the comparison chart shows: each bar set's name and values, in the legend's order.
+QList<QPair<QString, QList<qreal>>> barSets(QChartView* chart) {
+  QList<QPair<QString, QList<qreal>>> sets;
+  for (auto* series : chart->chart()->series())
+    if (auto* bars = qobject_cast<QBarSeries*>(series))
+      for (auto* set : bars->barSets()) {
+        QList<qreal> values;
+        for (int i = 0; i < set->count(); ++i) values << set->at(i);
+        sets << qMakePair(set->label(), values);
+      }
+  return sets;
+}
+
+QStringList barLabels(QChartView* chart) {
+  QStringList labels;
+  for (const auto& set : barSets(chart)) labels << set.first;
+  return labels;
+}
+
+// Clicks the cell (row, 0) of a table as a user would.
+bool clickRow(QTableView* table, int row) {
+  const QRect cell = table->visualRect(table->model()->index(row, 0));
+  if (cell.isEmpty()) return false;
+  QTest::mouseClick(table->viewport(), Qt::LeftButton, {}, cell.center());
+  return true;
 }
 
 bool alive(qint64 pid) { return pid > 0 && (::kill(pid_t(pid), 0) == 0 || errno != ESRCH); }
@@ -261,6 +294,8 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     connect(panel->process(), &backends::BenchProcess::levelDone, this, [&] { out.statuses << status->text(); });
     QSignalSpy finished(panel, &widgets::BenchmarksPanel::sweepFinished);
     QVERIFY(scrollAndClick(scroll, panel->findChild<QPushButton*>("runButton")));
+    // The demo lab opened on its sweeps compared; a sweep that starts is watched live.
+    QCOMPARE(waitFor<QTabWidget>(panel, "chartTabs")->currentWidget(), static_cast<QWidget*>(panel->liveChart()));
     QVERIFY(waitUntil([&] { return finished.count() == 1; }, "the sweep to finish", kTrainWaitMs));
     QCOMPARE(finished.last().first().toInt(), 0);
     QVERIFY2(panel->status().startsWith("Sweep done"), qPrintable(panel->status()));
@@ -333,6 +368,89 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     // At 64: per stream under a tenth of one stream's, together above it — saturation, as set up.
     QVERIFY2(rows[2].section(' ', 2, 2).toDouble() < 0.1 && rows[2].section(' ', 3, 3).toDouble() > 1,
              qPrintable(rows[2]));
+  }
+
+  // The demo lab opens with its sweeps compared (issue 14: "the Benchmarks panel opens with rows,
+  // charts and a comparison"): the "Compare rows" tab shows a bar set per recorded sweep, the
+  // table's figures, under the axis' top. A click on a row compares that row alone; the choice
+  // survives a sweep recorded from the shell (`crosslab-cli bench --lab`, beside the window),
+  // which joins it (before, every reload of the table dropped the selection and emptied the
+  // chart). The Live sweep tab, clicked, shows the live chart; a row clicked, the comparison.
+  void theDemoLabOpensWithItsSweepsCompared() {
+    DemoLab lab;
+    QVERIFY(lab.ok());
+    const QStringList recorded = labQuery(lab.path(), "SELECT label FROM benchmarks b WHERE EXISTS (SELECT 1 FROM "
+                                                      "benchmark_levels l WHERE l.benchmark_id = b.id AND "
+                                                      "l.completed > 0) ORDER BY id");
+    QCOMPARE(recorded.size(), 2);  // the demo's merged and runtime LoRA sweeps
+    backends::StandinConfig cfg;
+    cfg.intervalS = 0.002;
+    backends::StandinServer standin(cfg);
+    standin.start();
+    auto window = std::make_unique<widgets::MainWindow>();
+    QVERIFY(showAt(window.get(), 1024, 700));
+    QVERIFY(openLabFromMenu(window.get(), lab.path()));
+    QVERIFY(showPanel(window.get(), "Benchmarks"));
+    auto* panel = waitFor<widgets::BenchmarksPanel>(window.get(), "panel_benchmarks");
+    QVERIFY(panel);
+    auto* tabs = waitFor<QTabWidget>(panel, "chartTabs");
+    auto* compare = waitFor<QChartView>(panel, "compareChart");
+    auto* table = waitFor<QTableView>(panel, "resultsTable");
+    QVERIFY(tabs && compare && table);
+    QVERIFY(waitUntil([&] { return tabs->currentWidget() == compare && !compare->viewport()->visibleRegion().isEmpty(); },
+                      "the comparison to be shown"));
+    QCOMPARE(barLabels(compare), recorded);
+    // Each bar is the table's figure at its level (a cell may add "(collapse)"), and the axis
+    // holds the tallest.
+    const auto* model = table->model();
+    QStringList levelColumns;
+    for (int c = 0; c < model->columnCount(); ++c)
+      if (model->headerData(c, Qt::Horizontal).toString().startsWith("c=")) levelColumns << QString::number(c);
+    QCOMPARE(levelColumns.size(), 3);  // c=1, c=4, c=16
+    qreal tallest = 0;
+    const auto sets = barSets(compare);
+    for (int r = 0; r < sets.size(); ++r) {
+      QCOMPARE(sets[r].second.size(), levelColumns.size());
+      for (int i = 0; i < levelColumns.size(); ++i) {
+        const QString cell = model->index(r, levelColumns[i].toInt()).data().toString();
+        QCOMPARE(QString::number(sets[r].second[i], 'f', 1), cell.section(' ', 0, 0));
+        tallest = std::max(tallest, sets[r].second[i]);
+      }
+    }
+    QVERIFY(tallest > 0);
+    const auto axes = compare->chart()->axes(Qt::Vertical);
+    QCOMPARE(axes.size(), 1);
+    auto* y = qobject_cast<QValueAxis*>(axes.first());
+    QVERIFY(y && y->min() == 0 && y->max() >= tallest && y->max() <= 2 * tallest);
+
+    QVERIFY(clickRow(table, 0));
+    QVERIFY(waitUntil([&] { return barLabels(compare) == QStringList{recorded[0]}; }, "the clicked row alone compared"));
+    // A sweep from the shell, into the open lab: the window lists it and compares it too.
+    const auto shell = runCliBesideWindow({"bench", "--url", QString::fromStdString(standin.baseUrl()), "--model",
+                                           "standin", "--concurrency", "1,2", "--num-prompts", "4", "--output-len",
+                                           "16", "--label", "from the shell", "--lab", lab.path()});
+    QVERIFY2(shell.code == 0, shell.err.constData());
+    QVERIFY(waitUntil([&] { return model->rowCount() == 3; }, "the shell's sweep in the table"));
+    QVERIFY(waitUntil([&] { return barLabels(compare) == QStringList{recorded[0], "from the shell"}; },
+                      "the clicked row and the new sweep compared"));
+    QCOMPARE(table->selectionModel()->selectedRows().size(), 2);
+
+    auto* tabBar = tabs->findChild<QTabBar*>();
+    QVERIFY(tabBar);
+    QTest::mouseClick(tabBar, Qt::LeftButton, {}, tabBar->tabRect(0).center());
+    QCOMPARE(tabs->currentWidget(), static_cast<QWidget*>(panel->liveChart()));
+    QVERIFY(clickRow(table, 1));
+    QVERIFY(waitUntil([&] { return tabs->currentWidget() == compare && barLabels(compare) == QStringList{recorded[1]}; },
+                      "the second row compared, on the comparison tab"));
+    QVERIFY(chooseMenu(window.get(), "Lab", "Quit"));
+    QVERIFY(waitUntil([&] { return !window->isVisible(); }, "the window to close"));
+    window.reset();
+
+    QCOMPARE(integrityCheck(lab.path()), QString("ok"));
+    QCOMPARE(labQuery(lab.path(), "SELECT b.status || ' ' || count(l.concurrency) FROM benchmarks b JOIN "
+                                  "benchmark_levels l ON l.benchmark_id = b.id WHERE b.label = 'from the shell' "
+                                  "GROUP BY b.id"),
+             QStringList{"done 2"});
   }
 
   // A level the live check stops (the stand-in slows every stream to 5 tok/s past one stream)
