@@ -39,9 +39,10 @@ class LevelWatch : public LevelObserver {
              std::to_string(static_cast<int>(tick.longestSilenceS)) + " s at concurrency " +
              std::to_string(concurrency_) + " (" + std::to_string(tick.decoding) + " decoding)";
     const bool windowFull = !samples_.empty() && tick.elapsedS - samples_.front().elapsedS >= o_.watchWindowS * 0.95;
-    if (windowFull && tick.decoding > 0)
+    if (windowFull && tick.decoding > 0)  // what the streams deliver now: their decode rate together
       return bench::collapseReason(perStream, streams_, before_, o_.collapseFraction,
-                                   "over the last " + std::to_string(static_cast<int>(o_.watchWindowS)) + " s");
+                                   "over the last " + std::to_string(static_cast<int>(o_.watchWindowS)) + " s",
+                                   perStream * streams_);
     return {};
   }
   void onRequestDone(const bench::RequestRecord& r) override {
@@ -183,9 +184,10 @@ SweepResult ThroughputSweep::run(SweepListener* listener, const std::atomic<bool
       result.stoppedReason = run.abortReason;
       if (!stopped) level.collapse = run.abortReason;
     } else if (level.perStreamMeasured) {  // unmeasured: no judgement (level_metrics.h)
-      level.collapse = bench::collapseReason(level.perStreamTokS, streams, before, o.collapseFraction);
+      level.collapse =
+          bench::collapseReason(level.perStreamTokS, streams, before, o.collapseFraction, {}, level.outputThroughput);
       if (!level.collapse.empty()) result.stoppedReason = level.collapse;
-      before.add(streams, level.perStreamTokS);
+      before.add(streams, level.perStreamTokS, level.outputThroughput);
       std::int64_t chunks = 0;  // of the requests whose tokens totalOutputTokens counts
       for (const auto& r : run.records)
         if (r.success) chunks += r.textChunks;

@@ -23,12 +23,12 @@ std::string fmtF(double a, int decimals, bool sign = false) {
 std::string fmtRate(double a) { return a >= 100 ? fmtF(a, 0) : fmtG(a, 3); }
 }  // namespace
 
-void CollapseBaseline::add(int concurrency, double perStreamTokS) {
-  if (perStreamTokS > 0) levels.push_back({concurrency, perStreamTokS});
+void CollapseBaseline::add(int concurrency, double perStreamTokS, double aggregateTokS) {
+  if (perStreamTokS > 0) levels.push_back({concurrency, perStreamTokS, aggregateTokS});
 }
 
 std::string collapseReason(double perStreamTokS, int concurrency, const CollapseBaseline& before, double fraction,
-                           const std::string& windowNote) {
+                           const std::string& windowNote, double aggregateTokS) {
   if (before.empty()) return {};
   const auto& first = before.levels.front();
   const CollapseBaseline::Level* best = nullptr;  // decoded most together, among levels of no more streams
@@ -44,7 +44,9 @@ std::string collapseReason(double perStreamTokS, int concurrency, const Collapse
                            (windowNote.empty() ? "" : " " + windowNote);
   const std::string at = " at concurrency " + std::to_string(concurrency);
   const double decode = perStreamTokS * concurrency;
-  if (perStreamTokS < fraction * first.perStreamTokS && decode <= first.perStreamTokS * first.concurrency) {
+  const bool deliversMore = aggregateTokS > 0 && first.aggregateTokS > 0 && aggregateTokS > first.aggregateTokS;
+  if (perStreamTokS < fraction * first.perStreamTokS && decode <= first.perStreamTokS * first.concurrency &&
+      !deliversMore) {
     const std::string base =
         first.concurrency == 1 ? "1-stream" : "concurrency " + std::to_string(first.concurrency) + "'s";
     return head + " < " + fmtF(fraction, 2) + " x " + base + " " + fmtRate(first.perStreamTokS) + " tok/s" + at +

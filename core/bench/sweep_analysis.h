@@ -20,16 +20,21 @@ struct CollapseBaseline {
   struct Level {
     int concurrency = 0;
     double perStreamTokS = 0;
+    double aggregateTokS = 0;  // output tok/s the level delivered (0: not known)
   };
   std::vector<Level> levels;  // in the order measured; the first is the base of the first test
-  void add(int concurrency, double perStreamTokS);  // ignored unless the rate was measured (> 0)
+  // Ignored unless the per-stream rate was measured (> 0).
+  void add(int concurrency, double perStreamTokS, double aggregateTokS = 0);
   bool empty() const { return levels.empty(); }
 };
 
 // A level whose `concurrency` streams decode perStreamTokS each has collapsed when either
 //  - each stream crawls and the batch bought nothing: per stream under `fraction` × the first
 //    measured level's, and the streams together (per stream × concurrency) decoding no faster
-//    than that level's did; or
+//    than that level's did, nor delivering more output tok/s (`aggregateTokS`, when both are
+//    known: a per-stream rate read from chunks that a busy client received in bursts overstates
+//    the streams' pace, the demo's 16-token one-stream level at 38.5k tok/s a stream while it
+//    delivered 5.1k, and sixteen streams delivering 17.2k looked like a collapse against it); or
 //  - the batch's decode rate fell: together under kCollapseDrop × the most that an earlier level
 //    of no more streams decoded together.
 // A rate that falls per stream while the level as a whole decodes faster is saturation (the
@@ -40,7 +45,7 @@ struct CollapseBaseline {
 // `windowNote` names the window ("over the last 5 s") if any.
 inline constexpr double kCollapseDrop = 0.5;
 std::string collapseReason(double perStreamTokS, int concurrency, const CollapseBaseline& before, double fraction,
-                           const std::string& windowNote = {});
+                           const std::string& windowNote = {}, double aggregateTokS = 0);
 
 struct Knee {
   int concurrency = 0;  // the last level worth its streams

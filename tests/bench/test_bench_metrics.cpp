@@ -219,6 +219,21 @@ class TestBenchMetrics : public QObject {
     const auto single = collapseReason(1, 1, levels({{1, 5}, {1, 4}}), 0.1);
     QVERIFY2(single.find("1 stream decodes 1 tok/s") != std::string::npos, single.c_str());
     QVERIFY(levels({{1, 0}}).empty());  // an unmeasured level is no base
+    // What the levels delivered counts too. A quick demo lab's runtime-LoRA sweep on a busy
+    // machine: 16-token replies read in bursts put one stream at 38 519 tok/s while the level
+    // delivered 5 135; at 16 streams, 2 083 a stream (33 321 together: "no faster"), yet 17 178
+    // delivered, 3.3 times one stream's. No collapse with the output rates known; the per-stream
+    // figures alone call it one (what the lab recorded before).
+    CollapseBaseline quick;
+    quick.add(1, 38519, 5135);
+    QVERIFY2(collapseReason(2083, 16, quick, 0.1, {}, 17178).empty(),
+             collapseReason(2083, 16, quick, 0.1, {}, 17178).c_str());
+    QVERIFY(!collapseReason(2083, 16, levels({{1, 38519}}), 0.1).empty());
+    // …while the first demo row delivered less too (3 278 at one stream, 2 642 at 8).
+    CollapseBaseline first;
+    first.add(1, 4764, 3278);
+    QVERIFY(!collapseReason(394, 8, first, 0.1, {}, 2642).empty());
+    QVERIFY(collapseReason(394, 8, first, 0.1, {}, 3300).empty());  // a little more: a rate shared out
     // The seed lab's MI300X row: 55.8, 309, 1207, 1974 keeps growing; a flat tail is a knee.
     QVERIFY(!findKnee({{1, 55.8, 55.8}, {8, 309, 38}, {32, 1207, 37}, {64, 1974, 31}}));
     const auto k = findKnee({{1, 50, 50}, {8, 300, 37}, {32, 900, 28}, {64, 950, 15}});
