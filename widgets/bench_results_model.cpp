@@ -13,7 +13,8 @@ void BenchResultsModel::setBenchmarks(std::vector<bench::StoredBenchmark> benchm
   // The same benchmarks at the same levels (a reload after another process wrote): update
   // the cells in place so that the selection and the comparison chart stay.
   auto sameShape = [](const bench::StoredBenchmark& a, const bench::StoredBenchmark& b) {
-    return a.id == b.id && a.levels.size() == b.levels.size();
+    return a.id == b.id && std::equal(a.levels.begin(), a.levels.end(), b.levels.begin(), b.levels.end(),
+                                      [](const auto& x, const auto& y) { return x.concurrency == y.concurrency; });
   };
   if (!rows_.empty() && benchmarks.size() == rows_.size() &&
       std::equal(benchmarks.begin(), benchmarks.end(), rows_.begin(), sameShape)) {

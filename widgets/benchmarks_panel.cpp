@@ -148,6 +148,7 @@ BenchmarksPanel::BenchmarksPanel(backends::LabSession* session, QWidget* parent)
     updateEndpointUi();
   });
   connect(session_, &backends::LabSession::labChanged, this, [this] {
+    labOpened_ = true;  // first: this lab's benchmarks are not the ones selected or seen before
     stopServer();  // a server of the previous lab's models has no business running on
     boxForm_->reload();
     // A model id picked from the previous lab's adapters names nothing in this one.
@@ -157,7 +158,6 @@ BenchmarksPanel::BenchmarksPanel(backends::LabSession* session, QWidget* parent)
     if (!typed.isEmpty() && (typed == autoModel_ || oldAdapters.contains(typed))) model_->clear();
     autoModel_.clear();
     fillLocalDefaults();
-    labOpened_ = true;  // this lab's benchmarks are not the ones selected or seen before
     reload();
     resetProgress(tr("idle"));
   });
@@ -655,10 +655,13 @@ void BenchmarksPanel::onFinished(int exitCode, const QString& error, bool stoppe
 }
 
 void BenchmarksPanel::reload() {
-  std::set<std::int64_t> selected;  // a reload resets the model, and with it the selection
+  // A reload that adds a row or a level resets the model, and with it the selection.
+  std::set<std::int64_t> selected;
   if (!labOpened_)
     for (const auto& index : table_->selectionModel()->selectedRows())
       selected.insert(results_->benchmarks()[size_t(index.row())].id);
+  else
+    results_->setBenchmarks({});  // another lab's rows: nothing of theirs stays, whatever their shape
   std::vector<bench::StoredBenchmark> rows;
   if (session_->isOpen() && session_->store()) rows = bench::BenchStore(*session_->store()).list();
   results_->setBenchmarks(std::move(rows));
@@ -671,15 +674,20 @@ void BenchmarksPanel::restoreSelection(const std::set<std::int64_t>& selectedBef
   const auto add = [&](int row) {
     keep.select(results_->index(row, 0), results_->index(row, results_->columnCount() - 1));
   };
+  const auto measured = [](const bench::StoredBenchmark& b) {
+    return std::any_of(b.levels.begin(), b.levels.end(), [](const auto& l) { return l.completed > 0; });
+  };
   for (int row = 0; row < int(rows.size()); ++row) {
-    const std::int64_t id = rows[size_t(row)].id;
-    if (selectedBefore.count(id) || (!labOpened_ && !knownBenchmarks_.count(id))) add(row);
+    const auto& b = rows[size_t(row)];
+    // new: a sweep under way (its levels to come) or one with figures; not a sweep that failed
+    const bool fresh = !labOpened_ && !knownBenchmarks_.count(b.id) &&
+                       (b.status == bench::SweepStatus::Running || measured(b));
+    if (selectedBefore.count(b.id) || fresh) add(row);
   }
-  if (keep.isEmpty()) {  // the newest with a measured level (rows come oldest first)
+  if (labOpened_ && keep.isEmpty()) {  // the newest with figures (rows come oldest first)
     int picked = 0;
     for (int row = int(rows.size()) - 1; row >= 0 && picked < kCompareOnOpen; --row) {
-      const auto& levels = rows[size_t(row)].levels;
-      if (std::none_of(levels.begin(), levels.end(), [](const auto& l) { return l.completed > 0; })) continue;
+      if (!measured(rows[size_t(row)])) continue;
       add(row);
       ++picked;
     }
@@ -691,6 +699,7 @@ void BenchmarksPanel::restoreSelection(const std::set<std::int64_t>& selectedBef
   restoringSelection_ = true;
   table_->selectionModel()->select(keep, QItemSelectionModel::ClearAndSelect);
   restoringSelection_ = false;
+  updateComparison();  // also when the selection did not change but its rows' figures did
   if (opened && !keep.isEmpty() && !process_->isRunning()) charts_->setCurrentWidget(compare_);
 }
 
@@ -719,7 +728,7 @@ void BenchmarksPanel::updateComparison() {
   x->append(categories);
   auto* y = new QValueAxis;
   y->setRange(0, top * 1.1);
-  y->applyNiceNumbers();  // round ticks (0, 4 000, 8 000 …), not a fifth of the top bar each
+  y->applyNiceNumbers();  // ticks on round numbers, not fifths of the tallest bar
   y->setLabelFormat("%.0f");
   y->setTitleText(tr("tok/s"));
   chart->addAxis(x, Qt::AlignBottom);

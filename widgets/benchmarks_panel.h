@@ -91,8 +91,9 @@ class BenchmarksPanel : public QWidget {
   void onFinished(int exitCode, const QString& error, bool stopped);
   void updateComparison();
   // After the table was reloaded: the rows selected before (by benchmark), plus any benchmark
-  // that is new since the last reload (a sweep under way, or one another process recorded);
-  // when that is nothing, the newest rows with figures, up to kCompareOnOpen.
+  // new since the last reload that is under way or has figures (this panel's sweep, or one
+  // another process recorded); when a lab has just opened, its newest rows with figures, up to
+  // kCompareOnOpen.
   void restoreSelection(const std::set<std::int64_t>& selectedBefore);
   void setStatus(const QString& text);
   void exportWithDialog(bool json);

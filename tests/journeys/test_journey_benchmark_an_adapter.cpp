@@ -293,9 +293,12 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     QVERIFY(status);
     connect(panel->process(), &backends::BenchProcess::levelDone, this, [&] { out.statuses << status->text(); });
     QSignalSpy finished(panel, &widgets::BenchmarksPanel::sweepFinished);
-    QVERIFY(scrollAndClick(scroll, panel->findChild<QPushButton*>("runButton")));
     // The demo lab opened on its sweeps compared; a sweep that starts is watched live.
-    QCOMPARE(waitFor<QTabWidget>(panel, "chartTabs")->currentWidget(), static_cast<QWidget*>(panel->liveChart()));
+    auto* tabs = waitFor<QTabWidget>(panel, "chartTabs");
+    QVERIFY(tabs);
+    QCOMPARE(tabs->currentWidget(), static_cast<QWidget*>(panel->findChild<QChartView*>("compareChart")));
+    QVERIFY(scrollAndClick(scroll, panel->findChild<QPushButton*>("runButton")));
+    QCOMPARE(tabs->currentWidget(), static_cast<QWidget*>(panel->liveChart()));
     QVERIFY(waitUntil([&] { return finished.count() == 1; }, "the sweep to finish", kTrainWaitMs));
     QCOMPARE(finished.last().first().toInt(), 0);
     QVERIFY2(panel->status().startsWith("Sweep done"), qPrintable(panel->status()));

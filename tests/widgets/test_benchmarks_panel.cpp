@@ -5,6 +5,9 @@
 // `crosslab-cli serve` on a tiny checkpoint in the lab's models/demo-base with a run's
 // adapter, sweeps it, and the child is gone after Stop server, a cancelled start and a
 // lab change; a server that exits early shows its last lines.
+#include <QBarSeries>
+#include <QBarSet>
+#include <QChartView>
 #include <QColor>
 #include <QComboBox>
 #include <QDir>
@@ -18,6 +21,7 @@
 #include <QPushButton>
 #include <QSignalSpy>
 #include <QSpinBox>
+#include <QTabWidget>
 #include <QTableView>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -51,6 +55,33 @@ bool alive(qint64 pid) { return pid > 0 && (::kill(pid_t(pid), 0) == 0 || errno 
 class TestBenchmarksPanel : public QObject {
   Q_OBJECT
   QTemporaryDir tmp_;
+
+  // A sweep recorded in `lab`, done: one level per (concurrency, output tok/s), 4 requests each.
+  static void record(store::LabStore& lab, const std::string& label, const std::vector<std::pair<int, double>>& levels) {
+    bench::BenchStore bs(lab);
+    const auto id = bs.begin({label, "http://x", "m", "completions", "crosslab-cli bench", {}});
+    for (const auto& [c, tokS] : levels) {
+      bench::LevelResult l;
+      l.context.maxConcurrency = c;
+      l.completed = 4;
+      l.outputThroughput = tokS;
+      l.perStreamTokS = tokS / c;
+      QVERIFY(bs.saveLevel(id, l));
+    }
+    bs.end(id);
+  }
+
+  // What the comparison chart shows: bar set name → values.
+  static QMap<QString, QList<qreal>> compared(BenchmarksPanel& p) {
+    QMap<QString, QList<qreal>> out;
+    for (auto* series : p.findChild<QChartView*>("compareChart")->chart()->series())
+      if (auto* bars = qobject_cast<QBarSeries*>(series))
+        for (auto* set : bars->barSets()) {
+          QList<qreal>& values = out[set->label()];
+          for (int i = 0; i < set->count(); ++i) values << set->at(i);
+        }
+    return out;
+  }
 
   void fill(BenchmarksPanel& p, const std::string& url, const QString& levels, int prompts, int outputLen) {
     p.findChild<QLineEdit*>("url")->setText(QString::fromStdString(url));
@@ -159,6 +190,55 @@ class TestBenchmarksPanel : public QObject {
 
   // A level the live check stopped completed nothing: the cell says "collapse" with no rate, the
   // CSV leaves the figure empty, the comparison chart has no point there, the best stays c=4.
+  // The rows compared: a lab's newest sweeps when it opens; then the user's choice, kept when
+  // the table reloads (a write to the lab) even when it is nothing, with a new sweep added; and
+  // nothing of it kept for another lab, though that lab's rows have the same ids and levels.
+  void comparisonKeepsTheChoiceAcrossReloadsNotAcrossLabs() {
+    backends::LabSession session;
+    QString error;
+    const QString a = tmp_.filePath("compare-a"), b = tmp_.filePath("compare-b");
+    QVERIFY2(session.requestCreate(b, "b", &error), qPrintable(error));
+    record(*session.store(), "b one", {{1, 10}, {4, 30}});
+    record(*session.store(), "b two", {{1, 11}, {4, 33}});
+    record(*session.store(), "b three", {{1, 12}});
+    QVERIFY2(session.requestCreate(a, "a", &error), qPrintable(error));
+    record(*session.store(), "a one", {{1, 100}, {4, 300}});
+    record(*session.store(), "a two", {{1, 110}, {4, 330}});
+    BenchmarksPanel panel(&session);
+    panel.resize(1024, 700);
+    panel.show();
+    QVERIFY(QTest::qWaitForWindowExposed(&panel));
+    auto* tabs = panel.findChild<QTabWidget*>("chartTabs");
+    auto* table = panel.findChild<QTableView*>("resultsTable");
+    QVERIFY(tabs && table);
+    panel.reload();  // as the lab's first look at it does
+    QCOMPARE(compared(panel), (QMap<QString, QList<qreal>>{{"a one", {100, 300}}, {"a two", {110, 330}}}));
+    QCOMPARE(tabs->currentWidget(), static_cast<QWidget*>(panel.findChild<QChartView*>("compareChart")));
+
+    const auto clickRow = [&](int row, Qt::KeyboardModifiers mods = {}) {
+      QTest::mouseClick(table->viewport(), Qt::LeftButton, mods, table->visualRect(table->model()->index(row, 0)).center());
+    };
+    clickRow(1);
+    QCOMPARE(compared(panel).keys(), QStringList{"a two"});
+    clickRow(1, Qt::ControlModifier);  // unselected: nothing compared
+    QCOMPARE(panel.comparedSets(), 0);
+    panel.reload();  // a write to the lab, a level finished: the empty choice stays
+    QCOMPARE(panel.comparedSets(), 0);
+    clickRow(0);
+    record(*session.store(), "a three", {{1, 120}});
+    panel.reload();
+    QCOMPARE(compared(panel).keys(), (QStringList{"a one", "a three"}));
+
+    clickRow(1, Qt::ControlModifier);
+    QCOMPARE(panel.comparedSets(), 3);
+
+    // Lab b: benchmarks 1, 2 and 3 at lab a's levels, its three rows the ones it opens on (the
+    // rows selected in lab a): its own names and figures, not a's.
+    QVERIFY2(session.requestOpen(b, &error), qPrintable(error));
+    QCOMPARE(compared(panel),
+             (QMap<QString, QList<qreal>>{{"b one", {10, 30}}, {"b two", {11, 33}}, {"b three", {12, 0}}}));
+  }
+
   void aLevelStoppedLiveShowsNoRate() {
     bench::StoredBenchmark b;
     b.header.label = "stopped live";
