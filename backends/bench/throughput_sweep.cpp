@@ -39,10 +39,10 @@ class LevelWatch : public LevelObserver {
              std::to_string(static_cast<int>(tick.longestSilenceS)) + " s at concurrency " +
              std::to_string(concurrency_) + " (" + std::to_string(tick.decoding) + " decoding)";
     const bool windowFull = !samples_.empty() && tick.elapsedS - samples_.front().elapsedS >= o_.watchWindowS * 0.95;
-    if (windowFull && tick.decoding > 0)  // what the streams deliver now: their decode rate together
+    if (windowFull && tick.decoding > 0)  // delivered: the tokens all streams sent over the window
       return bench::collapseReason(perStream, streams_, before_, o_.collapseFraction,
                                    "over the last " + std::to_string(static_cast<int>(o_.watchWindowS)) + " s",
-                                   perStream * streams_);
+                                   rateOver(o_.watchWindowS, tick) * tokensPerChunk_);
     return {};
   }
   void onRequestDone(const bench::RequestRecord& r) override {

@@ -52,7 +52,10 @@ std::string collapseReason(double perStreamTokS, int concurrency, const Collapse
     return head + " < " + fmtF(fraction, 2) + " x " + base + " " + fmtRate(first.perStreamTokS) + " tok/s" + at +
            ", and " + together(concurrency, perStreamTokS) +
            ", no more than the " + fmtRate(first.perStreamTokS * first.concurrency) + " of concurrency " +
-           std::to_string(first.concurrency);
+           std::to_string(first.concurrency) +
+           (aggregateTokS > 0 && first.aggregateTokS > 0
+                ? ", delivering " + fmtRate(aggregateTokS) + " tok/s, no more than its " + fmtRate(first.aggregateTokS)
+                : std::string());
   }
   if (best && decode < kCollapseDrop * best->perStreamTokS * best->concurrency)
     return head + at + ": " + together(concurrency, perStreamTokS) + " < " + fmtF(kCollapseDrop, 2) + " x the " +

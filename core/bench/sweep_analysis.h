@@ -15,12 +15,13 @@ struct LevelPoint {
   double perStreamTokS = 0;
 };
 
-// What the levels before the one judged decoded: each measured level's per-stream rate.
+// What the levels before the one judged decoded: each measured level's per-stream rate and,
+// when known, the output tok/s it delivered.
 struct CollapseBaseline {
   struct Level {
     int concurrency = 0;
     double perStreamTokS = 0;
-    double aggregateTokS = 0;  // output tok/s the level delivered (0: not known)
+    double aggregateTokS = 0;  // output tok/s the level delivered, its output_throughput (0: not known)
   };
   std::vector<Level> levels;  // in the order measured; the first is the base of the first test
   // Ignored unless the per-stream rate was measured (> 0).
@@ -42,7 +43,9 @@ struct CollapseBaseline {
 // 0.7 per stream at c=8) is a collapse by the second test; the demo model on two cores (17.8k at
 // one stream, 1.07k per stream but 34k together at c=32) is none.
 // Returns "decode collapse: per-stream …" naming the test that failed, or empty when healthy.
-// `windowNote` names the window ("over the last 5 s") if any.
+// `windowNote` names the window ("over the last 5 s") if any; `aggregateTokS` is what the level
+// delivers (0: not known): a finished level's output_throughput, or live, the tokens all its
+// streams sent per second over the window.
 inline constexpr double kCollapseDrop = 0.5;
 std::string collapseReason(double perStreamTokS, int concurrency, const CollapseBaseline& before, double fraction,
                            const std::string& windowNote = {}, double aggregateTokS = 0);

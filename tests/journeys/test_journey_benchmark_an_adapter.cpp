@@ -93,6 +93,14 @@ bool clickRow(QTableView* table, int row) {
   return true;
 }
 
+// Shows `window` at 1024×700, opens the lab at `labPath` through the Lab menu and goes to
+// Benchmarks; the panel, or null if a step failed (it says which).
+widgets::BenchmarksPanel* openBenchmarks(widgets::MainWindow* window, const QString& labPath) {
+  if (!showAt(window, 1024, 700) || !openLabFromMenu(window, labPath) || !showPanel(window, "Benchmarks"))
+    return nullptr;
+  return waitFor<widgets::BenchmarksPanel>(window, "panel_benchmarks");
+}
+
 bool alive(qint64 pid) { return pid > 0 && (::kill(pid_t(pid), 0) == 0 || errno != ESRCH); }
 
 }  // namespace
@@ -107,10 +115,7 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     DemoLab lab;
     QVERIFY(lab.ok());
     auto window = std::make_unique<widgets::MainWindow>();
-    QVERIFY(showAt(window.get(), 1024, 700));
-    QVERIFY(openLabFromMenu(window.get(), lab.path()));
-    QVERIFY(showPanel(window.get(), "Benchmarks"));
-    auto* panel = waitFor<widgets::BenchmarksPanel>(window.get(), "panel_benchmarks");
+    auto* panel = openBenchmarks(window.get(), lab.path());
     QVERIFY(panel);
     auto* scroll = panel->findChild<QScrollArea*>();
     QVERIFY(chooseInCombo(waitFor<QComboBox>(panel, "endpointKind"), "Local server (crosslab-cli serve)"));
@@ -275,10 +280,7 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     backends::StandinServer standin(cfg);
     standin.start();
     auto window = std::make_unique<widgets::MainWindow>();
-    QVERIFY(showAt(window.get(), 1024, 700));
-    QVERIFY(openLabFromMenu(window.get(), labPath));
-    QVERIFY(showPanel(window.get(), "Benchmarks"));
-    auto* panel = waitFor<widgets::BenchmarksPanel>(window.get(), "panel_benchmarks");
+    auto* panel = openBenchmarks(window.get(), labPath);
     QVERIFY(panel);
     auto* scroll = panel->findChild<QScrollArea*>();
     QVERIFY(chooseInCombo(waitFor<QComboBox>(panel, "endpointKind"), "URL"));
@@ -391,10 +393,7 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     backends::StandinServer standin(cfg);
     standin.start();
     auto window = std::make_unique<widgets::MainWindow>();
-    QVERIFY(showAt(window.get(), 1024, 700));
-    QVERIFY(openLabFromMenu(window.get(), lab.path()));
-    QVERIFY(showPanel(window.get(), "Benchmarks"));
-    auto* panel = waitFor<widgets::BenchmarksPanel>(window.get(), "panel_benchmarks");
+    auto* panel = openBenchmarks(window.get(), lab.path());
     QVERIFY(panel);
     auto* tabs = waitFor<QTabWidget>(panel, "chartTabs");
     auto* compare = waitFor<QChartView>(panel, "compareChart");
