@@ -121,6 +121,20 @@ QVariant BenchResultsModel::data(const QModelIndex& index, int role) const {
 }
 
 QVariant BenchResultsModel::headerData(int section, Qt::Orientation orientation, int role) const {
+  if (orientation == Qt::Horizontal && role == Qt::ToolTipRole) {
+    // The two rates differ by design (one stream's decode pace, a level's delivered output):
+    // short replies or a slow first token put the c=1 figure well under the 1-stream one.
+    if (section == OneStream)
+      return tr("One stream's decode rate at the sweep's lowest level (c=1 when swept): the tokens after the "
+                "first, per second after the first (time to first token left out)");
+    if (section >= FirstLevel && section < bestColumn())
+      return tr("Output tokens per second of the level, all streams together, over the level's whole time "
+                "(time to first token and the gaps between requests in): vLLM's output_throughput");
+    if (section == bestColumn()) return tr("The highest c=N figure, and its level");
+    if (section == bestColumn() + 1)
+      return tr("Dollars per million output tokens at the best level, from the venue's price per hour");
+    return {};
+  }
   if (orientation != Qt::Horizontal || role != Qt::DisplayRole) return QAbstractTableModel::headerData(section, orientation, role);
   if (section == Label) return tr("Venue / method");
   if (section == Status) return tr("Status");

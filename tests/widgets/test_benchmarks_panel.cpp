@@ -289,6 +289,18 @@ class TestBenchmarksPanel : public QObject {
     for (int c = 2; c < 8; ++c) QVERIFY(m.data(m.index(1, c)).toString().isEmpty());
     QCOMPARE(m.data(m.index(1, 8)).toString(), QString::fromStdString(f.error));
     QVERIFY(m.toCsv().contains("wrong model,failed,,,,,,,,,every request failed at concurrency 1: HTTP 404\n"));
+
+    // The headers say what each figure counts: one stream's decode pace leaves the first token's
+    // wait out, a level's output rate has it in (so c=1's figure can be well under 1-stream's).
+    const auto tip = [&](int column) { return m.headerData(column, Qt::Horizontal, Qt::ToolTipRole).toString(); };
+    QVERIFY2(tip(2).startsWith("One stream's decode rate") && tip(2).contains("time to first token left out"),
+             qPrintable(tip(2)));
+    for (int c = 3; c < 6; ++c)
+      QVERIFY2(tip(c).contains("time to first token and the gaps between requests in") &&
+                   tip(c).contains("output_throughput"), qPrintable(tip(c)));
+    QVERIFY(tip(6).startsWith("The highest c=N figure"));
+    QVERIFY(tip(7).startsWith("Dollars per million output tokens"));
+    QVERIFY(tip(0).isEmpty() && tip(8).isEmpty());
   }
 
   void chartCoalescesRepaintsAndDecimates() {
