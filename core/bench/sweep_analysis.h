@@ -33,7 +33,7 @@ struct CollapseBaseline {
 //  - each stream crawls and the batch bought nothing: per stream under `fraction` × the first
 //    measured level's, and the streams together (per stream × concurrency) decoding no faster
 //    than that level's did, nor delivering more output tok/s (`aggregateTokS`, when both are
-//    known: a per-stream rate read from chunks that a busy client received in bursts overstates
+//    known: a per-stream rate read from chunks that the client received in bursts overstates
 //    the streams' pace, the demo's 16-token one-stream level at 38.5k tok/s a stream while it
 //    delivered 5.1k, and sixteen streams delivering 17.2k looked like a collapse against it); or
 //  - the batch's decode rate fell: together under kCollapseDrop × the most that an earlier level
