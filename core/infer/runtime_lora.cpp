@@ -9,6 +9,7 @@
 #include <stdexcept>
 
 #include "core/model/adapter_config.h"
+#include "core/model/cpu_matmul.h"
 #include "core/model/safetensors.h"
 
 namespace crosslab::infer {
@@ -71,9 +72,17 @@ LoraAdapter loadLoraAdapter(const std::string& name, const std::filesystem::path
       if (a.dim() != 2 || b.dim() != 2 || a.size(1) != w.size(1) || b.size(0) != w.size(0) || a.size(0) != b.size(1))
         throw std::runtime_error("adapter tensors for '" + module + "' do not fit the model");
       const at::Tensor scaled = (b * scaling).to(m.device(), m.dtype()).contiguous();
-      // bt widened to fp32 (exact): the fused step's expand then converts nothing per use
-      adapter.layers[l][size_t(pi)] = {a.to(m.device(), m.dtype()).contiguous(), scaled,
-                                       scaled.t().to(at::kFloat).contiguous()};
+      LoraModule& mod = adapter.layers[l][size_t(pi)];
+      mod.a = a.to(m.device(), m.dtype()).contiguous();
+      mod.b = scaled;
+      if (m.device().is_cpu() && m.dtype() == at::kBFloat16) {
+        const int64_t r = scaled.size(1), out = scaled.size(0);
+        mod.bPacked = at::empty({model::expandBf16PackedSize(r, out)}, at::kBFloat16);
+        model::packExpandBf16(reinterpret_cast<const uint16_t*>(scaled.data_ptr<at::BFloat16>()), out, r,
+                              reinterpret_cast<uint16_t*>(mod.bPacked.data_ptr<at::BFloat16>()));
+      } else {
+        mod.bt = scaled.t().to(at::kFloat).contiguous();  // widened (exact): no conversion per use
+      }
       ++found;
     }
   }
@@ -95,7 +104,7 @@ BatchLoraDelta::BatchLoraDelta(const std::vector<LoraAdapter>& adapters, const s
 void BatchLoraDelta::loraGroups(size_t layer, model::Proj proj, std::vector<model::LoraRows>& out) const {
   for (const auto& g : groups_) {
     const LoraModule& mod = adapters_[size_t(g.adapter)].layers[layer][size_t(proj)];
-    if (mod.a.defined()) out.push_back({&mod.a, &mod.bt, &g.rowList});
+    if (mod.a.defined()) out.push_back({&mod.a, &mod.bt, &mod.bPacked, &g.rowList});
   }
 }
 

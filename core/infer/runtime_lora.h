@@ -18,7 +18,10 @@ namespace crosslab::infer {
 struct LoraModule {
   at::Tensor a;  // [r, in]
   at::Tensor b;   // [out, r], already multiplied by the scaling
-  at::Tensor bt;  // [r, out] = bᵀ in fp32 (b's values, widened), contiguous: the fused decode step's expand
+  // The fused decode step's expand, one of: fp32 models, bᵀ [r, out] in fp32, contiguous; bf16
+  // models, b's bits laid out for model::expandBf16 (model::packExpandBf16), half the bytes.
+  at::Tensor bt;
+  at::Tensor bPacked;
 };
 
 struct LoraAdapter {

@@ -444,6 +444,64 @@ CROSSLAB_BF16_TARGET void transposedKernel(const T* wt, int64_t k, int64_t out, 
   }
 }
 
+// ---- a bf16 LoRA expand on pairs of the rank -------------------------------------------
+//
+// packExpandBf16's layout: blocks of 64 outputs (the last one zero padded), within a block the
+// pairs of i in order, within a pair 64 lanes of 32 bits, lane l holding B[j0 + l, 2p + 1] in
+// its low half and B[j0 + l, 2p] in its high half (zero past k). VDPBF16PS adds a lane's high
+// product first, then its low one (Intel's SDM), so the sums run over i in order.
+
+constexpr int64_t kExpandBlock = 64;
+
+int64_t expandPairs(int64_t k) { return (k + 1) / 2; }
+
+// Where B[j, i] lies in the packed layout.
+int64_t expandIndex(int64_t k, int64_t j, int64_t i) {
+  return ((j / kExpandBlock) * expandPairs(k) + i / 2) * 2 * kExpandBlock + 2 * (j % kExpandBlock) + (i % 2 ? 0 : 1);
+}
+
+// x[2p] (high half) and x[2p + 1] (low half, 0 past k) as bf16 bits in one 32-bit lane; x's
+// values are bf16, so the top half of each float's bits is the value.
+uint32_t expandPair(const float* x, int64_t k, int64_t p) {
+  uint32_t hi, lo = 0;
+  std::memcpy(&hi, x + 2 * p, sizeof hi);
+  if (2 * p + 1 < k) std::memcpy(&lo, x + 2 * p + 1, sizeof lo);
+  return (hi & 0xffff0000u) | (lo >> 16);
+}
+
+CROSSLAB_BF16_TARGET void expandKernel(const uint16_t* packed, int64_t k, int64_t out, const float* x, int64_t n,
+                                       float* y, int64_t ldy) {
+  const int64_t pairs = expandPairs(k);
+  constexpr int64_t kMaxPairs = 128;  // ranks up to 256 from the stack, larger ones in parts
+  uint32_t xp[kMaxPairs];
+  for (int64_t b = 0; b < n; ++b) {
+    const float* xb = x + b * k;
+    float* yb = y + b * ldy;
+    for (int64_t j = 0; j < out; j += kExpandBlock) {
+      const uint16_t* blk = packed + (j / kExpandBlock) * pairs * 2 * kExpandBlock;
+      __m512 a0 = _mm512_setzero_ps(), a1 = _mm512_setzero_ps(), a2 = _mm512_setzero_ps(), a3 = _mm512_setzero_ps();
+      for (int64_t p0 = 0; p0 < pairs; p0 += kMaxPairs) {
+        const int64_t pn = std::min(kMaxPairs, pairs - p0);
+        if (j == 0 || pairs > kMaxPairs)
+          for (int64_t p = 0; p < pn; ++p) xp[p] = expandPair(xb, k, p0 + p);
+        for (int64_t p = 0; p < pn; ++p) {
+          const __m512bh s = (__m512bh)_mm512_set1_epi32(int32_t(xp[p]));
+          const uint16_t* w = blk + (p0 + p) * 2 * kExpandBlock;
+          a0 = _mm512_dpbf16_ps(a0, s, (__m512bh)_mm512_loadu_si512(w));
+          a1 = _mm512_dpbf16_ps(a1, s, (__m512bh)_mm512_loadu_si512(w + 32));
+          a2 = _mm512_dpbf16_ps(a2, s, (__m512bh)_mm512_loadu_si512(w + 64));
+          a3 = _mm512_dpbf16_ps(a3, s, (__m512bh)_mm512_loadu_si512(w + 96));
+        }
+      }
+      const int64_t w = out - j;
+      storeMasked(yb + j, a0, w);
+      storeMasked(yb + j + 16, a1, w - 16);
+      storeMasked(yb + j + 32, a2, w - 32);
+      storeMasked(yb + j + 48, a3, w - 48);
+    }
+  }
+}
+
 // ---- portable ------------------------------------------------------------------------
 
 float toFloat(float v) { return v; }
@@ -590,11 +648,39 @@ void transposedPortable(const T* wt, int64_t k, int64_t out, const float* x, int
     }
 }
 
+namespace {
+
+// The kernel's sums without it: each product exact in fp32 (two bf16 values), added in i's order.
+void expandPortable(const uint16_t* packed, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy) {
+  for (int64_t b = 0; b < n; ++b)
+    for (int64_t j = 0; j < out; ++j) {
+      float acc = 0;
+      for (int64_t i = 0; i < k; ++i) acc += x[b * k + i] * toFloat(packed[expandIndex(k, j, i)]);
+      y[b * ldy + j] = acc;
+    }
+}
+
+}  // namespace
+
 void matmulTransposed(const float* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy) {
   bf16KernelsAvailable() ? transposedKernel(wt, k, out, x, n, y, ldy) : transposedPortable(wt, k, out, x, n, y, ldy);
 }
 void matmulTransposed(const uint16_t* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy) {
   bf16KernelsAvailable() ? transposedKernel(wt, k, out, x, n, y, ldy) : transposedPortable(wt, k, out, x, n, y, ldy);
+}
+
+int64_t expandBf16PackedSize(int64_t k, int64_t out) {
+  return (out + kExpandBlock - 1) / kExpandBlock * expandPairs(k) * 2 * kExpandBlock;
+}
+
+void packExpandBf16(const uint16_t* b, int64_t out, int64_t k, uint16_t* packed) {
+  std::fill(packed, packed + expandBf16PackedSize(k, out), uint16_t(0));
+  for (int64_t j = 0; j < out; ++j)
+    for (int64_t i = 0; i < k; ++i) packed[expandIndex(k, j, i)] = b[j * k + i];
+}
+
+void expandBf16(const uint16_t* packed, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy) {
+  bf16KernelsAvailable() ? expandKernel(packed, k, out, x, n, y, ldy) : expandPortable(packed, k, out, x, n, y, ldy);
 }
 
 }  // namespace crosslab::model

@@ -36,8 +36,8 @@ const char* projName(Proj p);  // "q_proj" … "down_proj"
 // shrink (x Aᵀ) and one expand (· Bᵀ) for all of them (the S-LoRA / punica grouping).
 struct LoraRows {
   const at::Tensor* a = nullptr;                // [r, in], contiguous, in the model's dtype
-  const at::Tensor* bt = nullptr;               // [r, out] = Bᵀ with the scaling folded in, contiguous, fp32
-                                                // (the model-dtype values, widened: no conversion per use)
+  const at::Tensor* bt = nullptr;               // fp32 models: [r, out] = Bᵀ with the scaling folded in, contiguous
+  const at::Tensor* bPacked = nullptr;          // bf16 models: B with the scaling folded in, packed for expandBf16
   const std::vector<int64_t>* rows = nullptr;  // batch rows, ascending
 };
 

@@ -242,11 +242,15 @@ void addLora(const ProjectionDelta& delta, size_t layer, Proj p, int64_t r0, con
     }
     matmul<M>(*g.a, *x, s.mid);  // shrink: [rows, r]
     if (M::kBf16) roundBf16(s.mid.v.data(), int64_t(s.mid.v.size()));
-    // expand through Bᵀ (fp32: the model-dtype values widened): FMAs along the output, none of
-    // a gemv's per-output sums over the rank
-    const int64_t r = g.bt->size(0), outW = g.bt->size(1);
+    // expand: multiply-adds along the output, none of a gemv's per-output sums over the rank;
+    // fp32 through Bᵀ, bf16 on pairs of the rank (the same sums, half the bytes)
+    const int64_t r = g.a->size(0), outW = out.width;
     s.loraOut.resize(s.mid.n, outW);
-    matmulTransposed(g.bt->data_ptr<float>(), r, outW, s.mid.v.data(), s.mid.n, s.loraOut.v.data(), outW);
+    if constexpr (M::kBf16)
+      expandBf16(reinterpret_cast<const uint16_t*>(g.bPacked->data_ptr<at::BFloat16>()), r, outW, s.mid.v.data(),
+                 s.mid.n, s.loraOut.v.data(), outW);
+    else
+      matmulTransposed(g.bt->data_ptr<float>(), r, outW, s.mid.v.data(), s.mid.n, s.loraOut.v.data(), outW);
     for (size_t i = 0; i < rows.size(); ++i) {
       float* o = out.row(rows[i]);
       const float* d = s.loraOut.row(int64_t(i));

@@ -9,6 +9,7 @@
 
 #include <c10/util/BFloat16.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <functional>
@@ -227,6 +228,45 @@ class TestCpuMatmul : public QObject {
             }
           }
         }
+  }
+
+  // A bf16 model's LoRA expand on pairs of the rank: bit for bit the sums of the fp32 expand
+  // through Bᵀ widened (the kernel it replaces for bf16 models), for odd and even ranks (a
+  // zero-padded last pair), widths with tails and several 64-output blocks, several rows (the
+  // gap after each row untouched); the packed layout holds every B value once, zeros elsewhere.
+  void bf16ExpandOnPairsMatchesTheFp32Expand() {
+    std::mt19937 rng(12);
+    std::normal_distribution<float> normal;
+    int checked = 0;
+    for (int64_t k : {1, 2, 7, 16, 17, 64})
+      for (int64_t out : {1, 15, 16, 63, 64, 65, 130, 384})
+        for (int64_t n : {1, 2, 5}) {
+          const auto sz = [](int64_t m) { return static_cast<size_t>(m); };
+          std::vector<uint16_t> b(sz(out * k));  // [out, k], as PEFT's lora_B
+          std::vector<float> bt(sz(k * out)), x(sz(n * k));
+          for (int64_t j = 0; j < out; ++j)
+            for (int64_t i = 0; i < k; ++i) bt[sz(i * out + j)] = fromBf16(b[sz(j * k + i)] = toBf16(normal(rng)));
+          for (auto& v : x) v = fromBf16(toBf16(normal(rng)));  // the shrink's rounded values
+          std::vector<uint16_t> packed(sz(expandBf16PackedSize(k, out)), 0xffff);
+          packExpandBf16(b.data(), out, k, packed.data());
+          std::vector<uint16_t> sortedB = b, nonZero;
+          for (uint16_t v : packed)
+            if (v != 0) nonZero.push_back(v);
+          sortedB.erase(std::remove(sortedB.begin(), sortedB.end(), uint16_t(0)), sortedB.end());
+          std::sort(sortedB.begin(), sortedB.end());
+          std::sort(nonZero.begin(), nonZero.end());
+          QVERIFY(nonZero == sortedB);
+          const int64_t ldy = out + 3;
+          std::vector<float> want(sz(n * ldy), 7.0f), got(sz(n * ldy), 7.0f);
+          matmulTransposed(bt.data(), k, out, x.data(), n, want.data(), ldy);
+          expandBf16(packed.data(), k, out, x.data(), n, got.data(), ldy);
+          QVERIFY2(std::memcmp(want.data(), got.data(), sizeof(float) * want.size()) == 0,
+                   qPrintable(QString("k %1 out %2 n %3").arg(k).arg(out).arg(n)));
+          for (int64_t r = 0; r < n; ++r)
+            for (int64_t j = out; j < ldy; ++j) QCOMPARE(got[sz(r * ldy + j)], 7.0f);
+          ++checked;
+        }
+    QCOMPARE(checked, 6 * 8 * 3);
   }
 
   // Grouped-query attention rows: every head near the exact sums, and each head of a group
