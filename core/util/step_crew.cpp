@@ -4,6 +4,11 @@
 #include <chrono>
 #include <stdexcept>
 
+#ifdef __linux__
+#include <pthread.h>
+#include <sched.h>
+#endif
+
 #include "core/util/await_ready.h"
 
 namespace crosslab::util {
@@ -65,6 +70,20 @@ void StepCrew::runGroup(int group) {
   }
 }
 
+void StepCrew::keepOffCallerCpu() {
+#ifdef __linux__
+  const int me = sched_getcpu();
+  if (me < 0 || me == keptOff_ || threads_.empty()) return;
+  keptOff_ = me;  // once per CPU the caller is seen on, whether or not it can be done
+  cpu_set_t mask;
+  CPU_ZERO(&mask);
+  for (int cpu : allowedCpus_)
+    if (cpu != me && cpu < CPU_SETSIZE) CPU_SET(cpu, &mask);
+  if (CPU_COUNT(&mask) == 0) return;
+  for (std::thread& t : threads_) pthread_setaffinity_np(t.native_handle(), sizeof mask, &mask);
+#endif
+}
+
 void StepCrew::run(int groups, const std::function<void(int)>& job, int threads) {
   if (groups <= 1) {
     InJob in;
@@ -79,6 +98,16 @@ void StepCrew::run(int groups, const std::function<void(int)>& job, int threads)
     error_ = nullptr;
     // slots_[i] belongs to threads_[i]: a slot is kept only once its thread started (if
     // starting one throws, the crew stays as it was and the error reaches the caller)
+#ifdef __linux__
+    cpu_set_t mine;
+    if (threads_.empty() && int(threads_.size()) < helpers &&
+        pthread_getaffinity_np(pthread_self(), sizeof mine, &mine) == 0) {
+      allowedCpus_.clear();
+      for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+        if (CPU_ISSET(cpu, &mine)) allowedCpus_.push_back(cpu);
+    }
+#endif
+    if (int(threads_.size()) < helpers) keptOff_ = -1;  // a new worker has the caller's affinity
     while (int(threads_.size()) < helpers) {
       auto slot = std::make_unique<Slot>();
       slot->ticket.store(run_);
@@ -87,6 +116,7 @@ void StepCrew::run(int groups, const std::function<void(int)>& job, int threads)
       slots_.push_back(std::move(slot));
     }
   }
+  keepOffCallerCpu();
   job_ = &job;
   ++run_;
   pending_.store(groups);

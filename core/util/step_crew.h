@@ -11,6 +11,17 @@
 // they poll for the next one for `spinMicros` (first with the CPU's pause hint, then yielding
 // the core to any thread that wants it), then sleep until woken.
 //
+// The workers are kept off the caller's CPU. Linux may start or wake a worker on the CPU of
+// the thread that woke it, and there the worker gets the core only when the busy caller is
+// preempted: the caller then runs every group itself, one after the other, while the other CPU
+// idles, for hundreds of steps until the load balancer moves one of them (seen on the 2-vCPU
+// VM: the demo model at 8 rows with runtime LoRA, split steps of ~230 µs with the worker on the
+// caller's CPU against ~150 µs apart; the scheduler's path chooser, timing split steps then,
+// ran the unsplit step for most of a run). So each run checks the caller's CPU, and when it
+// is not the one the workers were last kept off, the workers' affinity becomes the CPUs the
+// caller could use when the crew started, less the caller's (the kernel moves a worker at
+// once). Where that leaves no CPU, nothing changes.
+//
 // Jobs must not start OpenMP work of their own: inJob() is true on a thread while it runs a
 // group, and parallel loops inside a group run serially (as they do inside an OpenMP region).
 #include <atomic>
@@ -52,6 +63,7 @@ class StepCrew {
     std::atomic<uint64_t> ticket{0};  // the run number this worker was last handed
   };
   void work(Slot* slot, uint64_t seen);
+  void keepOffCallerCpu();  // see the header comment
   int claim(uint64_t run);  // the next group of run `run` not yet taken, or -1
   void runGroup(int group);
 
@@ -61,6 +73,8 @@ class StepCrew {
   std::condition_variable wake_, done_;
   std::vector<std::thread> threads_;
   std::vector<std::unique_ptr<Slot>> slots_;  // one per worker: its ticket for the runs it helps with
+  std::vector<int> allowedCpus_;              // the caller's CPUs when the first worker started
+  int keptOff_ = -1;                          // the caller's CPU the workers are kept off (-1: none)
   uint64_t run_ = 0;                          // runs so far (the caller's, under runMu_)
   std::atomic<int> pending_{0};               // groups of the current run not finished
   // The groups handed out: (run & 0xffffffff) << 32 | groups << 16 | next group; a thread

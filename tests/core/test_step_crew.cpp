@@ -1,8 +1,12 @@
 // StepCrew: every group of every run runs once (group 0 on the caller, the others on whichever
 // thread takes them first, the caller included), and run() returns only after all of them;
 // workers that went to sleep between runs are woken; an exception in any group reaches the
-// caller after the others finished; inJob() marks the groups' threads.
+// caller after the others finished; inJob() marks the groups' threads; the workers stay off the
+// caller's CPU.
 #include <QtTest>
+
+#include <pthread.h>
+#include <sched.h>
 
 #include <atomic>
 #include <chrono>
@@ -197,6 +201,47 @@ class TestStepCrew : public QObject {
   }
 
   // Two threads sharing a crew take turns: each run still sees only its own groups.
+  // The worker is kept off the caller's CPU (step_crew.h): pinned to one CPU after the crew
+  // started, the caller finds its worker's affinity without that CPU, and the worker's group
+  // ran elsewhere; pinned to another, the worker follows (the first CPU allowed again). The
+  // worker is made to take group 1: group 0 waits until another thread has begun it.
+  void workersStayOffTheCallersCpu() {
+    cpu_set_t all;
+    QVERIFY(pthread_getaffinity_np(pthread_self(), sizeof all, &all) == 0);
+    std::vector<int> cpus;
+    for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
+      if (CPU_ISSET(cpu, &all)) cpus.push_back(cpu);
+    if (cpus.size() < 2) QSKIP("one CPU: nowhere else to keep the worker");
+    StepCrew crew;
+    std::atomic<bool> begun{false};
+    std::atomic<int> workerCpu{-1};
+    cpu_set_t workerMask;
+    const auto job = [&](int g) {
+      if (g == 1) {
+        workerCpu = sched_getcpu();
+        pthread_getaffinity_np(pthread_self(), sizeof workerMask, &workerMask);
+        begun = true;
+        return;
+      }
+      const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+      while (!begun && std::chrono::steady_clock::now() < deadline) std::this_thread::yield();
+    };
+    crew.run(2, job);  // starts the worker with the caller's (unpinned) affinity
+    for (int caller : {cpus[0], cpus[1], cpus[0]}) {
+      cpu_set_t one;
+      CPU_ZERO(&one);
+      CPU_SET(caller, &one);
+      QVERIFY(pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0);
+      begun = false;
+      crew.run(2, job);
+      QVERIFY2(begun, "the worker never took group 1");
+      QVERIFY2(!CPU_ISSET(caller, &workerMask), qPrintable(QString("worker may run on the caller's CPU %1").arg(caller)));
+      QCOMPARE(CPU_COUNT(&workerMask), int(cpus.size()) - 1);
+      QVERIFY(workerCpu.load() != caller);
+    }
+    QVERIFY(pthread_setaffinity_np(pthread_self(), sizeof all, &all) == 0);
+  }
+
   void concurrentCallersTakeTurns() {
     StepCrew crew;
     std::atomic<int> a{0}, b{0};
