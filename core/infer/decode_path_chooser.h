@@ -21,7 +21,8 @@
 //     step takes more than kHopeless times another's best stops at that step (a cold start
 //     costs 2-3x, not 8x: on the demo model op-by-op is ~18x the fused step at one row) —
 //     only before the path has a timed figure in this measurement: a stalled warm-up step of
-//     a later turn must not throw away a good figure;
+//     a later turn must not throw away a good figure; and never the split step's first step of
+//     a turn, which may wait milliseconds for its worker's vCPU to wake on a VM;
 //   - a path stopped that way at two measurements in a row sits out the re-checks of the next
 //     kSitOut x (its step / the best) steps (kMaxSitOut at most), so that measuring it again
 //     costs a few percent of the run: on the demo model at one row, 12 op-by-op steps of 2.3 ms
