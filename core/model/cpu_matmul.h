@@ -71,8 +71,9 @@ void matmulTransposed(const uint16_t* wt, int64_t k, int64_t out, const float* x
 // A bf16 model's LoRA expand, Y[b * ldy + j] = sum_i X[b * k + i] * B[j * k + i] with B [out, k]
 // bf16 and X's values bf16 (the shrink's output after its rounding; held as floats): the same
 // sums, bit for bit, as matmulTransposed over Bᵀ widened to fp32 (each product exact, added
-// in i's order, rounded at each add; AVX512-BF16 treats bf16 subnormals as zero, which a
-// LoRA's weights and shrink values do not reach), from half the bytes of B and half the
+// in i's order, rounded at each add; AVX512-BF16 treats subnormal inputs and results as zero,
+// so a sum that passes below 2^-126 may differ: LoRA terms do not come near), from half the
+// bytes of B and half the
 // multiply-adds: VDPBF16PS on pairs of the rank against B laid out by packExpandBf16 (blocks
 // of 64 outputs; per pair of i, each output's two values as one 32-bit lane; zero padded).
 int64_t expandBf16PackedSize(int64_t k, int64_t out);  // uint16 values

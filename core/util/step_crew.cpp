@@ -73,14 +73,18 @@ void StepCrew::runGroup(int group) {
 void StepCrew::keepOffCallerCpu() {
 #ifdef __linux__
   const int me = sched_getcpu();
-  if (me < 0 || me == keptOff_ || threads_.empty()) return;
-  keptOff_ = me;  // once per CPU the caller is seen on, whether or not it can be done
+  if (me < 0 || me == keptOff_ || threads_.empty() || allowedCpus_.empty()) return;
+  keptOff_ = me;  // once per CPU the caller is seen on (and per new worker), whether or not it can be done
+  // all the caller's CPUs but its own; all of them when there are as many workers as other CPUs
+  // or more (they would crowd those and leave the caller's idle once it is done)
+  const bool away = threads_.size() < allowedCpus_.size();
   cpu_set_t mask;
   CPU_ZERO(&mask);
   for (int cpu : allowedCpus_)
-    if (cpu != me && cpu < CPU_SETSIZE) CPU_SET(cpu, &mask);
+    if ((cpu != me || !away) && cpu < CPU_SETSIZE) CPU_SET(cpu, &mask);
   if (CPU_COUNT(&mask) == 0) return;
-  for (std::thread& t : threads_) pthread_setaffinity_np(t.native_handle(), sizeof mask, &mask);
+  for (std::thread& t : threads_)  // best effort: a refusal leaves the worker where the kernel put it
+    pthread_setaffinity_np(t.native_handle(), sizeof mask, &mask);
 #endif
 }
 

@@ -20,7 +20,8 @@
 // ran the unsplit step for most of a run). So each run checks the caller's CPU, and when it
 // is not the one the workers were last kept off, the workers' affinity becomes the CPUs the
 // caller could use when the crew started, less the caller's (the kernel moves a worker at
-// once). Where that leaves no CPU, nothing changes.
+// once). Where that leaves no CPU, where there are as many workers as other CPUs or more, or
+// where the affinity cannot be read (more than 1024 CPUs), nothing changes.
 //
 // Jobs must not start OpenMP work of their own: inJob() is true on a thread while it runs a
 // group, and parallel loops inside a group run serially (as they do inside an OpenMP region).

@@ -200,7 +200,6 @@ class TestStepCrew : public QObject {
     QVERIFY(!StepCrew::inJob());
   }
 
-  // Two threads sharing a crew take turns: each run still sees only its own groups.
   // The worker is kept off the caller's CPU (step_crew.h): pinned to one CPU after the crew
   // started, the caller finds its worker's affinity without that CPU, and the worker's group
   // ran elsewhere; pinned to another, the worker follows (the first CPU allowed again). The
@@ -212,12 +211,18 @@ class TestStepCrew : public QObject {
     for (int cpu = 0; cpu < CPU_SETSIZE; ++cpu)
       if (CPU_ISSET(cpu, &all)) cpus.push_back(cpu);
     if (cpus.size() < 2) QSKIP("one CPU: nowhere else to keep the worker");
+    struct Unpin {  // the test thread gets its CPUs back however the test ends
+      cpu_set_t all;
+      ~Unpin() { pthread_setaffinity_np(pthread_self(), sizeof all, &all); }
+    } unpin{all};
     StepCrew crew;
     std::atomic<bool> begun{false};
     std::atomic<int> workerCpu{-1};
+    std::thread::id group1Thread;
     cpu_set_t workerMask;
     const auto job = [&](int g) {
       if (g == 1) {
+        group1Thread = std::this_thread::get_id();
         workerCpu = sched_getcpu();
         pthread_getaffinity_np(pthread_self(), sizeof workerMask, &workerMask);
         begun = true;
@@ -234,14 +239,35 @@ class TestStepCrew : public QObject {
       QVERIFY(pthread_setaffinity_np(pthread_self(), sizeof one, &one) == 0);
       begun = false;
       crew.run(2, job);
-      QVERIFY2(begun, "the worker never took group 1");
+      QVERIFY2(begun && group1Thread != std::this_thread::get_id(), "the worker never took group 1");
       QVERIFY2(!CPU_ISSET(caller, &workerMask), qPrintable(QString("worker may run on the caller's CPU %1").arg(caller)));
       QCOMPARE(CPU_COUNT(&workerMask), int(cpus.size()) - 1);
       QVERIFY(workerCpu.load() != caller);
     }
+    // as many workers as CPUs: none is kept off any (they would crowd the others)
     QVERIFY(pthread_setaffinity_np(pthread_self(), sizeof all, &all) == 0);
+    StepCrew many;
+    const int groups = int(cpus.size()) + 1;
+    std::mutex mu;
+    std::vector<int> masks;  // each group's thread's CPU count, run off the caller
+    const auto caller = std::this_thread::get_id();
+    for (int round = 0; round < 2; ++round)
+      many.run(groups, [&](int g) {
+        const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+        for (; g == 0 && std::chrono::steady_clock::now() < deadline; std::this_thread::yield()) {
+          std::lock_guard<std::mutex> lk(mu);
+          if (int(masks.size()) > round) break;  // a worker has run a group of this round
+        }
+        cpu_set_t m;
+        pthread_getaffinity_np(pthread_self(), sizeof m, &m);
+        std::lock_guard<std::mutex> lk(mu);
+        if (std::this_thread::get_id() != caller) masks.push_back(CPU_COUNT(&m));
+      });
+    QVERIFY(!masks.empty());
+    for (int n : masks) QCOMPARE(n, int(cpus.size()));
   }
 
+  // Two threads sharing a crew take turns: each run still sees only its own groups.
   void concurrentCallersTakeTurns() {
     StepCrew crew;
     std::atomic<int> a{0}, b{0};
