@@ -73,9 +73,9 @@ void matmulTransposed(const uint16_t* wt, int64_t k, int64_t out, const float* x
 // sums, bit for bit, as matmulTransposed over Bᵀ widened to fp32 (each product exact, added
 // in i's order, rounded at each add; AVX512-BF16 treats subnormal inputs and results as zero,
 // so a sum that passes below 2^-126 may differ: LoRA terms do not come near), from half the
-// bytes of B and half the
-// multiply-adds: VDPBF16PS on pairs of the rank against B laid out by packExpandBf16 (blocks
-// of 64 outputs; per pair of i, each output's two values as one 32-bit lane; zero padded).
+// bytes of B and half the multiply-adds: VDPBF16PS on pairs of the rank against B laid out by
+// packExpandBf16 (blocks of 64 outputs; per pair of i, each output's two values as one 32-bit
+// lane; zero padded).
 int64_t expandBf16PackedSize(int64_t k, int64_t out);  // uint16 values
 void packExpandBf16(const uint16_t* b, int64_t out, int64_t k, uint16_t* packed);
 void expandBf16(const uint16_t* packed, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy);
