@@ -23,7 +23,6 @@ using simd::laneMask;
 using simd::load16Any;
 using simd::load32;
 using simd::roundBf16x16;
-using simd::storeMasked;
 using simd::sum16;
 using simd::sum16x4;
 
@@ -419,11 +418,25 @@ CROSSLAB_F32_TARGET void f32Packed(const float* w, int64_t rows, const MatmulRow
 // ---- a transposed small-k product (LoRA expand) ---------------------------------------
 
 
-template <class T>
-CROSSLAB_BF16_TARGET void transposedKernel(const T* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y,
-                                           int64_t ldy) {
+// An expand's sums into Y's `left` values from y on (none for left <= 0), as `S` says.
+template <ExpandStore S>
+CROSSLAB_F32_TARGET inline void putSums(float* y, __m512 s, int64_t left) {
+  if (left <= 0) return;
+  const __mmask16 m = laneMask(left);
+  if constexpr (S == ExpandStore::Set) {
+    _mm512_mask_storeu_ps(y, m, s);
+  } else if constexpr (S == ExpandStore::Add) {
+    _mm512_mask_storeu_ps(y, m, _mm512_add_ps(_mm512_maskz_loadu_ps(m, y), s));
+  } else {
+    _mm512_mask_storeu_ps(y, m, roundBf16x16(_mm512_add_ps(_mm512_maskz_loadu_ps(m, y), roundBf16x16(s))));
+  }
+}
+
+template <ExpandStore S, class T>
+CROSSLAB_BF16_TARGET void transposedKernel(const T* wt, int64_t k, int64_t out, const float* x, int64_t ldx, int64_t n,
+                                           float* y, int64_t ldy) {
   for (int64_t b = 0; b < n; ++b) {
-    const float* xb = x + b * k;
+    const float* xb = x + b * ldx;
     float* yb = y + b * ldy;
     for (int64_t j = 0; j < out; j += 64) {  // four vectors of outputs at a time, k in order
       const int64_t w = out - j;
@@ -436,10 +449,10 @@ CROSSLAB_BF16_TARGET void transposedKernel(const T* wt, int64_t k, int64_t out, 
         if (w > 32) a2 = _mm512_fmadd_ps(s, load16Any(row + 32, w - 32), a2);
         if (w > 48) a3 = _mm512_fmadd_ps(s, load16Any(row + 48, w - 48), a3);
       }
-      storeMasked(yb + j, a0, w);
-      storeMasked(yb + j + 16, a1, w - 16);
-      storeMasked(yb + j + 32, a2, w - 32);
-      storeMasked(yb + j + 48, a3, w - 48);
+      putSums<S>(yb + j, a0, w);
+      putSums<S>(yb + j + 16, a1, w - 16);
+      putSums<S>(yb + j + 32, a2, w - 32);
+      putSums<S>(yb + j + 48, a3, w - 48);
     }
   }
 }
@@ -469,13 +482,14 @@ uint32_t expandPair(const float* x, int64_t k, int64_t p) {
   return (hi & 0xffff0000u) | (lo >> 16);
 }
 
-CROSSLAB_BF16_TARGET void expandKernel(const uint16_t* packed, int64_t k, int64_t out, const float* x, int64_t n,
-                                       float* y, int64_t ldy) {
+template <ExpandStore S>
+CROSSLAB_BF16_TARGET void expandKernel(const uint16_t* packed, int64_t k, int64_t out, const float* x, int64_t ldx,
+                                       int64_t n, float* y, int64_t ldy) {
   const int64_t pairs = expandPairs(k);
   constexpr int64_t kMaxPairs = 128;  // ranks up to 256 from the stack, larger ones in parts
   uint32_t xp[kMaxPairs];
   for (int64_t b = 0; b < n; ++b) {
-    const float* xb = x + b * k;
+    const float* xb = x + b * ldx;
     float* yb = y + b * ldy;
     for (int64_t j = 0; j < out; j += kExpandBlock) {
       const uint16_t* blk = packed + (j / kExpandBlock) * pairs * 2 * kExpandBlock;
@@ -494,10 +508,10 @@ CROSSLAB_BF16_TARGET void expandKernel(const uint16_t* packed, int64_t k, int64_
         }
       }
       const int64_t w = out - j;
-      storeMasked(yb + j, a0, w);
-      storeMasked(yb + j + 16, a1, w - 16);
-      storeMasked(yb + j + 32, a2, w - 32);
-      storeMasked(yb + j + 48, a3, w - 48);
+      putSums<S>(yb + j, a0, w);
+      putSums<S>(yb + j + 16, a1, w - 16);
+      putSums<S>(yb + j + 32, a2, w - 32);
+      putSums<S>(yb + j + 48, a3, w - 48);
     }
   }
 }
@@ -638,35 +652,59 @@ void matmulRows(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, 
   bf16Rows(w, rows, x, y, ldy);
 }
 
+namespace {
+
+// A sum into Y as ExpandStore says, without the kernels.
+void putSum(float& y, float s, ExpandStore store) {
+  if (store == ExpandStore::Set)
+    y = s;
+  else
+    addRound(&y, &s, 1, true, store == ExpandStore::AddRounded);
+}
+
 template <class T>
-void transposedPortable(const T* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy) {
+void transposedPortable(const T* wt, int64_t k, int64_t out, const float* x, int64_t ldx, int64_t n, float* y,
+                        int64_t ldy, ExpandStore store) {
   for (int64_t b = 0; b < n; ++b)
     for (int64_t j = 0; j < out; ++j) {
       float acc = 0;
-      for (int64_t i = 0; i < k; ++i) acc += x[b * k + i] * toFloat(wt[i * out + j]);
-      y[b * ldy + j] = acc;
+      for (int64_t i = 0; i < k; ++i) acc += x[b * ldx + i] * toFloat(wt[i * out + j]);
+      putSum(y[b * ldy + j], acc, store);
     }
 }
 
-namespace {
-
 // The kernel's sums without it: each product exact in fp32 (two bf16 values), added in i's order.
-void expandPortable(const uint16_t* packed, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy) {
+void expandPortable(const uint16_t* packed, int64_t k, int64_t out, const float* x, int64_t ldx, int64_t n, float* y,
+                    int64_t ldy, ExpandStore store) {
   for (int64_t b = 0; b < n; ++b)
     for (int64_t j = 0; j < out; ++j) {
       float acc = 0;
-      for (int64_t i = 0; i < k; ++i) acc += x[b * k + i] * toFloat(packed[expandIndex(k, j, i)]);
-      y[b * ldy + j] = acc;
+      for (int64_t i = 0; i < k; ++i) acc += x[b * ldx + i] * toFloat(packed[expandIndex(k, j, i)]);
+      putSum(y[b * ldy + j], acc, store);
     }
+}
+
+template <class T>
+void transposedAny(const T* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy,
+                   ExpandStore store, int64_t ldx) {
+  if (ldx == 0) ldx = k;
+  if (!bf16KernelsAvailable()) return transposedPortable(wt, k, out, x, ldx, n, y, ldy, store);
+  switch (store) {
+    case ExpandStore::Set: return transposedKernel<ExpandStore::Set>(wt, k, out, x, ldx, n, y, ldy);
+    case ExpandStore::Add: return transposedKernel<ExpandStore::Add>(wt, k, out, x, ldx, n, y, ldy);
+    case ExpandStore::AddRounded: return transposedKernel<ExpandStore::AddRounded>(wt, k, out, x, ldx, n, y, ldy);
+  }
 }
 
 }  // namespace
 
-void matmulTransposed(const float* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy) {
-  bf16KernelsAvailable() ? transposedKernel(wt, k, out, x, n, y, ldy) : transposedPortable(wt, k, out, x, n, y, ldy);
+void matmulTransposed(const float* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy,
+                      ExpandStore store, int64_t ldx) {
+  transposedAny(wt, k, out, x, n, y, ldy, store, ldx);
 }
-void matmulTransposed(const uint16_t* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy) {
-  bf16KernelsAvailable() ? transposedKernel(wt, k, out, x, n, y, ldy) : transposedPortable(wt, k, out, x, n, y, ldy);
+void matmulTransposed(const uint16_t* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy,
+                      ExpandStore store, int64_t ldx) {
+  transposedAny(wt, k, out, x, n, y, ldy, store, ldx);
 }
 
 int64_t expandBf16PackedSize(int64_t k, int64_t out) {
@@ -679,8 +717,15 @@ void packExpandBf16(const uint16_t* b, int64_t out, int64_t k, uint16_t* packed)
     for (int64_t i = 0; i < k; ++i) packed[expandIndex(k, j, i)] = b[j * k + i];
 }
 
-void expandBf16(const uint16_t* packed, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy) {
-  bf16KernelsAvailable() ? expandKernel(packed, k, out, x, n, y, ldy) : expandPortable(packed, k, out, x, n, y, ldy);
+void expandBf16(const uint16_t* packed, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy,
+                ExpandStore store, int64_t ldx) {
+  if (ldx == 0) ldx = k;
+  if (!bf16KernelsAvailable()) return expandPortable(packed, k, out, x, ldx, n, y, ldy, store);
+  switch (store) {
+    case ExpandStore::Set: return expandKernel<ExpandStore::Set>(packed, k, out, x, ldx, n, y, ldy);
+    case ExpandStore::Add: return expandKernel<ExpandStore::Add>(packed, k, out, x, ldx, n, y, ldy);
+    case ExpandStore::AddRounded: return expandKernel<ExpandStore::AddRounded>(packed, k, out, x, ldx, n, y, ldy);
+  }
 }
 
 }  // namespace crosslab::model

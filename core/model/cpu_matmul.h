@@ -62,13 +62,22 @@ void matmulRows(const float* w, int64_t rows, const MatmulRows<float>& x, float*
 void matmulRows(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy,
                 bool roundOut = false);
 
-// Y[b * ldy + j] = sum_i X[b * k + i] * Wt[i * out + j] for b in [0, n), j in [0, out): W given
-// transposed (Wt [k, out]), for a small k such as a LoRA expand's rank. Vector FMAs run along
-// the output, i in order; no horizontal sum per output (the gemv's cost when k is 16).
-void matmulTransposed(const float* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy);
-void matmulTransposed(const uint16_t* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy);
+// How the LoRA expands below leave a sum s in Y: stored (y = s), added (y = y + s, an fp32
+// model's LoRA term), or added as a bf16 model adds it (y = r(y + r(s)), r rounding to bf16:
+// addRound(y, s, …, true, true) in cpu_elementwise.h) — the sums never pass through memory.
+enum class ExpandStore { Set, Add, AddRounded };
 
-// A bf16 model's LoRA expand, Y[b * ldy + j] = sum_i X[b * k + i] * B[j * k + i] with B [out, k]
+// Y[b * ldy + j] (.)= sum_i X[b * ldx + i] * Wt[i * out + j] for b in [0, n), j in [0, out): W
+// given transposed (Wt [k, out]), for a small k such as a LoRA expand's rank; X's rows ldx
+// apart (0: k), so that one expand can read its columns of a shrink shared by several
+// projections. Vector FMAs run along the output, i in order; no horizontal sum per output (the
+// gemv's cost when k is 16).
+void matmulTransposed(const float* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy,
+                      ExpandStore store = ExpandStore::Set, int64_t ldx = 0);
+void matmulTransposed(const uint16_t* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy,
+                      ExpandStore store = ExpandStore::Set, int64_t ldx = 0);
+
+// A bf16 model's LoRA expand, Y[b * ldy + j] (.)= sum_i X[b * ldx + i] * B[j * k + i] with B [out, k]
 // bf16 and X's values bf16 (the shrink's output after its rounding; held as floats): the same
 // sums, bit for bit, as matmulTransposed over Bᵀ widened to fp32 (each product exact, added
 // in i's order, rounded at each add; AVX512-BF16 treats subnormal inputs and results as zero,
@@ -78,6 +87,7 @@ void matmulTransposed(const uint16_t* wt, int64_t k, int64_t out, const float* x
 // lane; zero padded).
 int64_t expandBf16PackedSize(int64_t k, int64_t out);  // uint16 values
 void packExpandBf16(const uint16_t* b, int64_t out, int64_t k, uint16_t* packed);
-void expandBf16(const uint16_t* packed, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy);
+void expandBf16(const uint16_t* packed, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy,
+                ExpandStore store = ExpandStore::Set, int64_t ldx = 0);
 
 }  // namespace crosslab::model

@@ -270,6 +270,92 @@ class TestCpuMatmul : public QObject {
     QCOMPARE(checked, 10 * 8 * 3);
   }
 
+  // The fused decode step's runtime LoRA adds each expand's sums to the projection's output as
+  // it stores them, reading its rank's columns out of a shrink shared with other projections
+  // (rows ldx apart): the same bits as the expand stored on its own (Set, x compact) and then
+  // added as the step added it before (addRound: r(y + r(s)) for bf16, y + s for fp32), on every
+  // kernel (bf16 pairs, fp32 Bᵀ, bf16 Bᵀ) and without the kernels' help the same.
+  void expandsAddIntoTheirRowsAsAddRoundDoes() {
+    std::mt19937 rng(21);
+    std::normal_distribution<float> normal;
+    const auto sz = [](int64_t m) { return static_cast<size_t>(m); };
+    int checked = 0;
+    for (int64_t k : {1, 7, 16, 33})
+      for (int64_t out : {1, 15, 64, 130})
+        for (int64_t n : {1, 3})
+          for (int64_t extra : {int64_t(0), int64_t(5)}) {  // the shrink's other columns: before and after ours
+            const int64_t ldx = k + 2 * extra, ldy = out + 2;
+            std::vector<float> x(sz(n * ldx)), compact(sz(n * k));
+            for (auto& v : x) v = fromBf16(toBf16(normal(rng)));
+            for (int64_t b = 0; b < n; ++b)
+              std::copy(x.begin() + b * ldx + extra, x.begin() + b * ldx + extra + k, compact.begin() + b * k);
+            std::vector<uint16_t> b(sz(out * k)), btb(sz(k * out));
+            std::vector<float> bt(sz(k * out));
+            for (int64_t j = 0; j < out; ++j)
+              for (int64_t i = 0; i < k; ++i)
+                bt[sz(i * out + j)] = fromBf16(btb[sz(i * out + j)] = b[sz(j * k + i)] = toBf16(0.05f * normal(rng)));
+            std::vector<uint16_t> packed(sz(expandBf16PackedSize(k, out)));
+            packExpandBf16(b.data(), out, k, packed.data());
+            std::vector<float> y0(sz(n * ldy));
+            for (auto& v : y0) v = fromBf16(toBf16(normal(rng)));  // the base product's rounded output
+            for (int kernel = 0; kernel < 3; ++kernel)
+              for (ExpandStore store : {ExpandStore::Add, ExpandStore::AddRounded}) {
+                const bool rounded = store == ExpandStore::AddRounded;
+                const auto run = [&](const float* xs, int64_t lx, float* y, ExpandStore st) {
+                  if (kernel == 0) expandBf16(packed.data(), k, out, xs, n, y, ldy, st, lx);
+                  else if (kernel == 1) matmulTransposed(bt.data(), k, out, xs, n, y, ldy, st, lx);
+                  else matmulTransposed(btb.data(), k, out, xs, n, y, ldy, st, lx);
+                };
+                std::vector<float> sums(sz(n * ldy), 3.0f), want = y0, got = y0;
+                run(compact.data(), 0, sums.data(), ExpandStore::Set);
+                for (int64_t r = 0; r < n; ++r) addRound(want.data() + r * ldy, sums.data() + r * ldy, out, true, rounded);
+                run(x.data() + extra, ldx, got.data(), store);
+                const QString where = QString("kernel %1 %2 k %3 out %4 n %5 ldx %6")
+                                          .arg(kernel).arg(rounded ? "rounded" : "plain").arg(k).arg(out).arg(n).arg(ldx);
+                QVERIFY2(std::memcmp(want.data(), got.data(), sizeof(float) * want.size()) == 0, qPrintable(where));
+                QVERIFY2(got != y0, qPrintable(where));  // something was added
+                ++checked;
+              }
+          }
+    QCOMPARE(checked, 4 * 4 * 2 * 2 * 3 * 2);
+  }
+
+  // The LoRA shrinks of projections that read one input run as one product over their A
+  // stacked: each W row's sum is the same whether its matrix is multiplied alone or stacked with
+  // others, on every kernel (one row, tiles, packed), fp32 and bf16.
+  void stackedProductsEqualTheirParts() {
+    const auto check = [](auto tag, int64_t n, const std::vector<int64_t>& parts, int64_t k) {
+      using T = decltype(tag);
+      std::mt19937 rng(unsigned(n * 31 + k));
+      std::normal_distribution<float> normal;
+      int64_t rows = 0;
+      for (int64_t p : parts) rows += p;
+      std::vector<T> w(size_t(rows * k)), x(size_t(n * k));
+      for (auto& v : w) v = std::is_same_v<T, float> ? T(normal(rng)) : T(toBf16(normal(rng)));
+      for (auto& v : x) v = std::is_same_v<T, float> ? T(normal(rng)) : T(toBf16(normal(rng)));
+      const MatmulRows<T> xr(x.data(), n, k);
+      std::vector<float> whole(size_t(n * rows)), alone(whole.size());
+      matmulRows(w.data(), rows, xr, whole.data(), rows);
+      int64_t at = 0;
+      for (int64_t p : parts) {
+        std::vector<float> y(size_t(n * p));
+        matmulRows(w.data() + at * k, p, xr, y.data(), p);
+        for (int64_t b = 0; b < n; ++b) std::copy(y.begin() + b * p, y.begin() + (b + 1) * p, alone.begin() + b * rows + at);
+        at += p;
+      }
+      return std::memcmp(whole.data(), alone.data(), sizeof(float) * whole.size()) == 0;
+    };
+    int checked = 0;
+    for (int64_t n : {1, 2, 5, 16, 17, 40})
+      for (const auto& parts : {std::vector<int64_t>{16, 16, 16}, {16, 8}, {7, 13, 5}, {1, 64}})
+        for (int64_t k : {128, 33, 384}) {
+          QVERIFY2(check(float{}, n, parts, k), qPrintable(QString("f32 n %1 k %2").arg(n).arg(k)));
+          QVERIFY2(check(uint16_t{}, n, parts, k), qPrintable(QString("bf16 n %1 k %2").arg(n).arg(k)));
+          checked += 2;
+        }
+    QCOMPARE(checked, 6 * 4 * 3 * 2);
+  }
+
   // Grouped-query attention rows: every head near the exact sums, and each head of a group
   // bit-identical to the same head computed alone (heads = 1), f32 and bf16 cached rows.
   void attentionRows() {
