@@ -58,7 +58,9 @@ LoraAdapter loadLoraAdapter(const std::string& name, const std::filesystem::path
     return at::from_blob(const_cast<uint8_t*>(v.data), info->shape, at::TensorOptions().dtype(scalarType(info->dtype, key)))
         .to(at::kFloat, /*non_blocking=*/false, /*copy=*/true);  // a real copy: the map closes with `file`
   };
-  LoraAdapter adapter{name, std::vector<std::array<LoraModule, 7>>(weights.layers.size())};
+  LoraAdapter adapter{name, std::vector<std::array<LoraModule, 7>>(weights.layers.size()),
+                      std::vector<std::array<at::Tensor, model::kProjInputs>>(weights.layers.size()),
+                      std::vector<std::array<model::LoraRows, model::kProjInputs>>(weights.layers.size())};
   int found = 0;
   for (size_t l = 0; l < weights.layers.size(); ++l) {
     for (int pi = 0; pi < 7; ++pi) {
@@ -85,6 +87,32 @@ LoraAdapter loadLoraAdapter(const std::string& name, const std::filesystem::path
       }
       ++found;
     }
+    // Each input's A stacked, so that the fused decode step shrinks once for Q, K and V, and
+    // once for gate and up; the modules' A become views of it (contiguous: whole rows).
+    for (int in = 0; in < model::kProjInputs; ++in) {
+      std::vector<at::Tensor> parts;
+      for (int pi = 0; pi < 7; ++pi)
+        if (int(model::inputOf(Proj(pi))) == in && adapter.layers[l][size_t(pi)].a.defined())
+          parts.push_back(adapter.layers[l][size_t(pi)].a);
+      if (parts.empty()) continue;
+      const at::Tensor stacked = at::cat(parts, 0).contiguous();
+      adapter.stacked[l][size_t(in)] = stacked;
+      model::LoraRows& fused = adapter.fused[l][size_t(in)];
+      fused.a = stacked.data_ptr();
+      fused.ranks = stacked.size(0);
+      fused.in = stacked.size(1);
+      int64_t offset = 0;
+      for (int pi = 0; pi < 7; ++pi) {
+        LoraModule& mod = adapter.layers[l][size_t(pi)];
+        if (int(model::inputOf(Proj(pi))) != in || !mod.a.defined()) continue;
+        const int64_t r = mod.a.size(0);
+        mod.a = stacked.narrow(0, offset, r);
+        mod.offset = offset;
+        const at::Tensor& b = mod.bPacked.defined() ? mod.bPacked : mod.bt;
+        fused.expands[size_t(fused.count++)] = {Proj(pi), offset, r, b.defined() ? b.data_ptr() : nullptr};
+        offset += r;
+      }
+    }
   }
   if (found == 0) throw std::runtime_error((dir / "adapter_model.safetensors").string() + ": no LoRA weights for this model");
   return adapter;
@@ -101,10 +129,12 @@ BatchLoraDelta::BatchLoraDelta(const std::vector<LoraAdapter>& adapters, const s
   }
 }
 
-void BatchLoraDelta::loraGroups(size_t layer, model::Proj proj, std::vector<model::LoraRows>& out) const {
+void BatchLoraDelta::loraGroups(size_t layer, model::ProjInput input, std::vector<model::LoraRows>& out) const {
   for (const auto& g : groups_) {
-    const LoraModule& mod = adapters_[size_t(g.adapter)].layers[layer][size_t(proj)];
-    if (mod.a.defined()) out.push_back({&mod.a, &mod.bt, &mod.bPacked, &g.rowList});
+    const model::LoraRows& fused = adapters_[size_t(g.adapter)].fused[layer][size_t(input)];
+    if (fused.count == 0) continue;
+    out.push_back(fused);
+    out.back().rows = &g.rowList;
   }
 }
 

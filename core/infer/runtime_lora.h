@@ -16,7 +16,8 @@
 namespace crosslab::infer {
 
 struct LoraModule {
-  at::Tensor a;  // [r, in]
+  at::Tensor a;  // [r, in]: rows offset … offset+r-1 of the layer's stacked A for its input
+  int64_t offset = 0;
   at::Tensor b;   // [out, r], already multiplied by the scaling
   // The fused decode step's expand, one of: fp32 models, bᵀ [r, out] in fp32, contiguous; bf16
   // models, b's bits laid out for model::expandBf16 (model::packExpandBf16), half the bytes.
@@ -27,6 +28,11 @@ struct LoraModule {
 struct LoraAdapter {
   std::string name;
   std::vector<std::array<LoraModule, 7>> layers;  // [layer][Proj]; undefined = not adapted
+  // [layer][ProjInput]: the A of that input's adapted projections stacked in Proj order, [sum
+  // of their ranks, in] (undefined where none is adapted); each module's `a` is a view of it
+  std::vector<std::array<at::Tensor, model::kProjInputs>> stacked;
+  // [layer][ProjInput]: what the fused decode step reads of them, rows left out (count 0: none)
+  std::vector<std::array<model::LoraRows, model::kProjInputs>> fused;
 };
 
 // Reads adapter_config.json + adapter_model.safetensors; tensors in `dtype` on `device`,
@@ -39,7 +45,7 @@ class BatchLoraDelta : public model::ProjectionDelta {
   BatchLoraDelta(const std::vector<LoraAdapter>& adapters, const std::vector<int>& rowAdapter, at::Device device);
   at::Tensor delta(size_t layer, model::Proj proj, const at::Tensor& x) const override;
   bool rowLora() const override { return true; }
-  void loraGroups(size_t layer, model::Proj proj, std::vector<model::LoraRows>& out) const override;
+  void loraGroups(size_t layer, model::ProjInput input, std::vector<model::LoraRows>& out) const override;
   bool empty() const { return groups_.empty(); }
 
  private:

@@ -371,4 +371,14 @@ const char* projName(Proj p) {
   return "?";
 }
 
+ProjInput inputOf(Proj p) {
+  switch (p) {
+    case Proj::Q: case Proj::K: case Proj::V: return ProjInput::Qkv;
+    case Proj::O: return ProjInput::O;
+    case Proj::Gate: case Proj::Up: return ProjInput::GateUp;
+    case Proj::Down: return ProjInput::Down;
+  }
+  return ProjInput::Down;
+}
+
 }  // namespace crosslab::model

@@ -8,6 +8,7 @@
 
 #include <ATen/core/Tensor.h>
 
+#include <array>
 #include <filesystem>
 #include <functional>
 #include <memory>
@@ -32,12 +33,29 @@ const char* projName(Proj p);  // "q_proj" … "down_proj"
 // Adds a term to a projection's output, y = x Wᵀ + b + delta(x): LoRA while training (A, B
 // with gradients), and per-request adapters in the server. Returning an undefined tensor
 // adds nothing. x is [B, T, in]; the result must broadcast to [B, T, out].
-// Batch rows that share one LoRA adapter, as the fused CPU decode step applies it: one
-// shrink (x Aᵀ) and one expand (· Bᵀ) for all of them (the S-LoRA / punica grouping).
+// The projections that read one input: Q, K and V (the normalised hidden state), O
+// (attention's output), gate and up (the normalised residual), down (the activation). The fused
+// CPU decode step runs the LoRA shrinks of an input's projections as one product.
+enum class ProjInput { Qkv, O, GateUp, Down };
+constexpr int kProjInputs = 4;
+ProjInput inputOf(Proj p);
+
+// One adapter's LoRA terms on the projections that read one input, for the batch rows that
+// share the adapter, as the fused CPU decode step applies them: one shrink for all those rows
+// and projections (x Aᵀ, the projections' A stacked), then per projection one expand (· Bᵀ)
+// from its columns of the shrink (the S-LoRA / punica grouping).
+struct LoraExpand {
+  Proj proj = Proj::Q;
+  int64_t offset = 0, rank = 0;  // its columns of the shrink
+  // B with the scaling folded in: fp32 models Bᵀ [rank, out] in fp32, contiguous; bf16 models
+  // packed for expandBf16 (raw data: no tensor call per step)
+  const void* b = nullptr;
+};
 struct LoraRows {
-  const at::Tensor* a = nullptr;                // [r, in], contiguous, in the model's dtype
-  const at::Tensor* bt = nullptr;               // fp32 models: [r, out] = Bᵀ with the scaling folded in, contiguous
-  const at::Tensor* bPacked = nullptr;          // bf16 models: B with the scaling folded in, packed for expandBf16
+  const void* a = nullptr;  // [ranks, in]: the projections' A stacked, contiguous, in the model's dtype
+  int64_t ranks = 0, in = 0;
+  std::array<LoraExpand, 3> expands{};
+  int count = 0;                               // expands in use
   const std::vector<int64_t>* rows = nullptr;  // batch rows, ascending
 };
 
@@ -48,8 +66,9 @@ class ProjectionDelta {
   // For the fused CPU decode step: true when this delta is, for every batch row, nothing or a
   // plain LoRA x Aᵀ Bᵀ whose factors loraGroups() hands out. Otherwise the op-by-op path runs.
   virtual bool rowLora() const { return false; }
-  // Appends one entry per adapter that adapts (layer, proj) for some rows.
-  virtual void loraGroups(size_t /*layer*/, Proj /*proj*/, std::vector<LoraRows>& /*out*/) const {}
+  // Appends one entry per adapter that adapts some of `input`'s projections in `layer` for
+  // some rows.
+  virtual void loraGroups(size_t /*layer*/, ProjInput /*input*/, std::vector<LoraRows>& /*out*/) const {}
 };
 
 // Where the fused decode steps' time went (seconds, summed; LlamaModel::setDecodeTimes).

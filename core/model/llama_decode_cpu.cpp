@@ -18,9 +18,11 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 
+#include <array>
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <initializer_list>
 #include <memory>
 #include <stdexcept>
 #include <type_traits>
@@ -114,7 +116,7 @@ struct Scratch {
   PreparedX<M> gathered;  // one adapter's rows of it, when not all rows have that adapter
   std::vector<LoraRows> groups;
   std::vector<int64_t> local;  // one adapter's rows within this step's row range, 0-based
-  Rows gatheredRows, mid, loraOut;
+  Rows gatheredRows, mid;
 };
 
 // The model's step crew while this thread computes a step as one group (set by
@@ -189,13 +191,16 @@ namespace {
 // are split across the thread pool only in chunks worth a wake (matmulGrain): small products
 // stay on the calling thread. Each chunk streams its rows once for all n rows.
 template <class M>
-void matmulInto(const at::Tensor& w, const PreparedX<M>& x, float* yp, int64_t ldy, bool roundOut = false) {
-  using Bits = typename M::Bits;
-  const MatmulRows<Bits>& rows = *x.rows;
-  const int64_t out = w.size(0), k = w.size(1), n = rows.n;
-  const auto* wp = reinterpret_cast<const Bits*>(w.data_ptr<typename M::Storage>());
-  parallelFor(0, out, matmulGrain(k, n),
+void matmulInto(const typename M::Bits* wp, int64_t out, int64_t k, const PreparedX<M>& x, float* yp, int64_t ldy,
+                bool roundOut = false) {
+  const MatmulRows<typename M::Bits>& rows = *x.rows;
+  parallelFor(0, out, matmulGrain(k, rows.n),
               [&](int64_t b, int64_t e) { matmulRows(wp + b * k, e - b, rows, yp + b, ldy, roundOut); });
+}
+template <class M>
+void matmulInto(const at::Tensor& w, const PreparedX<M>& x, float* yp, int64_t ldy, bool roundOut = false) {
+  const auto* wp = reinterpret_cast<const typename M::Bits*>(w.data_ptr<typename M::Storage>());
+  matmulInto<M>(wp, w.size(0), w.size(1), x, yp, ldy, roundOut);
 }
 
 // Into Rows y, resized to [n, out].
@@ -217,44 +222,56 @@ void project(const at::Tensor& w, const at::Tensor& bias, const PreparedX<M>& x,
   if (M::kBf16) roundBf16(y.v.data(), int64_t(y.v.size()));
 }
 
-// The runtime LoRA terms of one projection, as the op-by-op path adds them per row:
-// out + round(round(x Aᵀ) Bᵀ), rounded. Rows sharing an adapter go through A and B together.
-// `in` (prepared) and `out` hold batch rows r0, r0+1, …; an adapter's rows outside them are not ours.
+// The runtime LoRA terms of the projections that read one input (`outs`: their outputs, by
+// Proj; the base products already in them), as the op-by-op path adds them per row:
+// out + round(round(x Aᵀ) Bᵀ), rounded. Rows sharing an adapter go through A and B together,
+// and the input's projections through one shrink (their A stacked: each output column's sum is
+// the one the projection's own product gives); each expand adds its sums to the output as it
+// stores them. `in` (prepared) and the outputs hold batch rows r0, r0+1, …; an adapter's rows
+// outside them are not ours.
 template <class M>
-void addLora(const ProjectionDelta& delta, size_t layer, Proj p, int64_t r0, const PreparedX<M>& in, Rows& out,
-             Scratch<M>& s) {
+void addLora(const ProjectionDelta& delta, size_t layer, ProjInput input, int64_t r0, const PreparedX<M>& in,
+             const std::array<Rows*, 7>& outs, Scratch<M>& s) {
   const Rows& inRows = *in.source;
   s.groups.clear();
-  delta.loraGroups(layer, p, s.groups);
+  delta.loraGroups(layer, input, s.groups);
+  constexpr ExpandStore store = M::kBf16 ? ExpandStore::AddRounded : ExpandStore::Add;
   for (const LoraRows& g : s.groups) {
     s.local.clear();
     for (int64_t r : *g.rows)
       if (r >= r0 && r < r0 + inRows.n) s.local.push_back(r - r0);
     if (s.local.empty()) continue;
     const std::vector<int64_t>& rows = s.local;
+    const bool all = int64_t(rows.size()) == inRows.n;
     const PreparedX<M>* x = &in;
-    if (int64_t(rows.size()) != inRows.n) {  // gather this adapter's rows
+    if (!all) {  // gather this adapter's rows
       s.gatheredRows.resize(int64_t(rows.size()), inRows.width);
       for (size_t i = 0; i < rows.size(); ++i)
         std::memcpy(s.gatheredRows.row(int64_t(i)), inRows.row(rows[i]), sizeof(float) * size_t(inRows.width));
       s.gathered.prepare(s.gatheredRows);
       x = &s.gathered;
     }
-    matmul<M>(*g.a, *x, s.mid);  // shrink: [rows, r]
+    s.mid.resize(x->rows->n, g.ranks);  // shrink: [rows, sum of the ranks]
+    matmulInto<M>(static_cast<const typename M::Bits*>(g.a), g.ranks, g.in, *x, s.mid.v.data(), g.ranks);
     if (M::kBf16) roundBf16(s.mid.v.data(), int64_t(s.mid.v.size()));
-    // expand: multiply-adds along the output, none of a gemv's per-output sums over the rank;
-    // fp32 through Bᵀ, bf16 on pairs of the rank (the same sums, half the bytes)
-    const int64_t r = g.a->size(0), outW = out.width;
-    s.loraOut.resize(s.mid.n, outW);
-    if constexpr (M::kBf16)
-      expandBf16(reinterpret_cast<const uint16_t*>(g.bPacked->data_ptr<at::BFloat16>()), r, outW, s.mid.v.data(),
-                 s.mid.n, s.loraOut.v.data(), outW);
-    else
-      matmulTransposed(g.bt->data_ptr<float>(), r, outW, s.mid.v.data(), s.mid.n, s.loraOut.v.data(), outW);
-    for (size_t i = 0; i < rows.size(); ++i) {
-      float* o = out.row(rows[i]);
-      const float* d = s.loraOut.row(int64_t(i));
-      addRound(o, d, out.width, true, M::kBf16);
+    const int64_t ldx = s.mid.width;
+    for (int e = 0; e < g.count; ++e) {
+      const LoraExpand& ex = g.expands[size_t(e)];
+      Rows& out = *outs[size_t(ex.proj)];
+      const float* mid = s.mid.v.data() + ex.offset;
+      // expand: multiply-adds along the output, none of a gemv's per-output sums over the rank;
+      // fp32 through Bᵀ, bf16 on pairs of the rank (the same sums, half the bytes)
+      const auto expand = [&](const float* xr, int64_t n, float* y) {
+        if constexpr (M::kBf16)
+          expandBf16(static_cast<const uint16_t*>(ex.b), ex.rank, out.width, xr, n, y, out.width, store, ldx);
+        else
+          matmulTransposed(static_cast<const float*>(ex.b), ex.rank, out.width, xr, n, y, out.width, store, ldx);
+      };
+      if (all) {
+        expand(mid, s.mid.n, out.v.data());
+      } else {
+        for (size_t i = 0; i < rows.size(); ++i) expand(mid + int64_t(i) * ldx, 1, out.row(rows[i]));
+      }
     }
   }
 }
@@ -397,13 +414,25 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
   const bool readAhead =
       cached * nkv * hd * int64_t(sizeof(S)) * 2 * int64_t(weights_.layers.size()) > readAheadFromBytes();
 
-  // project() plus the runtime LoRA terms, as linear() adds them; `in` prepared by the caller.
-  const auto linear = [&](size_t layer, Proj p, const at::Tensor& wt, const at::Tensor& bias, const PreparedX<M>& in,
-                          Rows& dst) {
-    project<M>(wt, bias, in, dst);
+  // project() per projection, then the runtime LoRA terms of those projections (which read
+  // the same input, `in`, prepared by the caller), as linear() adds them.
+  const std::array<Rows*, 7> outs = {&q, &k, &v, &attn, &gate, &up, &down};  // by Proj
+  const auto projectAll = [&](size_t layer, ProjInput input, std::initializer_list<Proj> projs, const PreparedX<M>& in) {
+    const LlamaLayerWeights& w = weights_.layers[layer];
+    for (Proj p : projs) {
+      switch (p) {
+        case Proj::Q: project<M>(w.wq, w.bq, in, q); break;
+        case Proj::K: project<M>(w.wk, w.bk, in, k); break;
+        case Proj::V: project<M>(w.wv, w.bv, in, v); break;
+        case Proj::O: project<M>(w.wo, w.bo, in, attn); break;
+        case Proj::Gate: project<M>(w.wGate, w.bGate, in, gate); break;
+        case Proj::Up: project<M>(w.wUp, w.bUp, in, up); break;
+        case Proj::Down: project<M>(w.wDown, w.bDown, in, down); break;
+      }
+    }
     clock.charge(&DecodeTimes::matmul);
     if (!delta_) return;
-    addLora<M>(*delta_, layer, p, r0, in, dst, s);
+    addLora<M>(*delta_, layer, input, r0, in, outs, s);
     clock.charge(&DecodeTimes::lora);
   };
 
@@ -412,9 +441,7 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
     rmsNorm<M>(x, w.inputNorm, c.rmsNormEps, h);
     clock.charge(&DecodeTimes::other);
     s.in.prepare(h);
-    linear(l, Proj::Q, w.wq, w.bq, s.in, q);  // [n, nh*hd]
-    linear(l, Proj::K, w.wk, w.bk, s.in, k);  // [n, nkv*hd]
-    linear(l, Proj::V, w.wv, w.bv, s.in, v);  // [n, nkv*hd]
+    projectAll(l, ProjInput::Qkv, {Proj::Q, Proj::K, Proj::V}, s.in);  // [n, nh*hd], [n, nkv*hd] x2
 
     // Cache layout [B, nkv, capacity, hd]: batch row r0+b's keys/values of kv head g at [r0+b, g].
     S* kc = cache.keys[l].data_ptr<S>() + r0 * nkv * cap * hd;
@@ -450,19 +477,18 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
     });
     clock.charge(&DecodeTimes::attention);
     s.in.prepare(o);
-    linear(l, Proj::O, w.wo, w.bo, s.in, attn);
+    projectAll(l, ProjInput::O, {Proj::O}, s.in);
     addRound(x.v.data(), attn.v.data(), int64_t(x.v.size()), false, M::kBf16);
 
     rmsNorm<M>(x, w.postNorm, c.rmsNormEps, h);
     clock.charge(&DecodeTimes::other);
     s.in.prepare(h);
-    linear(l, Proj::Gate, w.wGate, w.bGate, s.in, gate);
-    linear(l, Proj::Up, w.wUp, w.bUp, s.in, up);
+    projectAll(l, ProjInput::GateUp, {Proj::Gate, Proj::Up}, s.in);
     siluInPlace(gate.v.data(), int64_t(gate.v.size()));
     mulRound(gate.v.data(), up.v.data(), int64_t(gate.v.size()), M::kBf16);  // silu(gate) * up
     clock.charge(&DecodeTimes::other);
     s.in.prepare(gate);
-    linear(l, Proj::Down, w.wDown, w.bDown, s.in, down);
+    projectAll(l, ProjInput::Down, {Proj::Down}, s.in);
     addRound(x.v.data(), down.v.data(), int64_t(x.v.size()), false, M::kBf16);
   }
 
