@@ -540,7 +540,89 @@ void portable(const T* w, int64_t rows, const MatmulRows<T>& x, float* y, int64_
     }
 }
 
+// ---- AVX2 without AVX-512: the portable loop's sums, eight lanes a time ------------------
+//
+// The same operations in the same order as portable() — per lane a product, then an add (no
+// FMA: its single rounding would change the bits), the tail in order, then the eight lanes in
+// order — so a machine without AVX-512 gets the portable loop's results at vector speed. Four
+// W rows at a time, each X row read once for the four; every X row for a block of W rows
+// before the next block, so a batch streams W once, not once per row.
+
+using simd::avx2Available;
+using simd::load8;
+
+template <class T>
+CROSSLAB_AVX2_TARGET inline float finishSum(__m256 acc, const T* row, const T* xb, int64_t from, int64_t k) {
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, acc);
+  float s = 0;
+  for (int64_t i = from; i < k; ++i) s += toFloat(row[i]) * toFloat(xb[i]);
+  for (float a : lanes) s += a;
+  return s;
+}
+
+template <class T>
+CROSSLAB_AVX2_TARGET void avx2Rows(const T* w, int64_t rows, const MatmulRows<T>& x, float* y, int64_t ldy) {
+  const int64_t k = x.k, k8 = k / 8 * 8;
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const T *w0 = w + r * k, *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
+    for (int64_t b = 0; b < x.n; ++b) {
+      const T* xb = x.x + b * k;
+      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+      for (int64_t i = 0; i < k8; i += 8) {
+        const __m256 xv = load8(xb + i);
+        a0 = _mm256_add_ps(a0, _mm256_mul_ps(load8(w0 + i), xv));
+        a1 = _mm256_add_ps(a1, _mm256_mul_ps(load8(w1 + i), xv));
+        a2 = _mm256_add_ps(a2, _mm256_mul_ps(load8(w2 + i), xv));
+        a3 = _mm256_add_ps(a3, _mm256_mul_ps(load8(w3 + i), xv));
+      }
+      float* yb = y + b * ldy + r;
+      yb[0] = finishSum(a0, w0, xb, k8, k);
+      yb[1] = finishSum(a1, w1, xb, k8, k);
+      yb[2] = finishSum(a2, w2, xb, k8, k);
+      yb[3] = finishSum(a3, w3, xb, k8, k);
+    }
+  }
+  for (; r < rows; ++r) {
+    const T* w0 = w + r * k;
+    for (int64_t b = 0; b < x.n; ++b) {
+      const T* xb = x.x + b * k;
+      __m256 a0 = _mm256_setzero_ps();
+      for (int64_t i = 0; i < k8; i += 8) a0 = _mm256_add_ps(a0, _mm256_mul_ps(load8(w0 + i), load8(xb + i)));
+      y[b * ldy + r] = finishSum(a0, w0, xb, k8, k);
+    }
+  }
+}
+
+// Without the AVX-512 kernels: the AVX2 loop where the CPU has it, else the portable one.
+template <class T>
+void withoutKernels(const T* w, int64_t rows, const MatmulRows<T>& x, float* y, int64_t ldy) {
+  if (avx2Available()) return avx2Rows(w, rows, x, y, ldy);
+  portable(w, rows, x, y, ldy);
+}
+
 }  // namespace
+
+bool vectorRowsAvailable(bool bf16) {
+  return (bf16 ? bf16KernelsAvailable() : f32KernelsAvailable()) || avx2Available();
+}
+
+namespace detail {
+bool avx2RowsAvailable() { return avx2Available(); }
+void matmulRowsAvx2(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy) {
+  avx2Rows(w, rows, x, y, ldy);
+}
+void matmulRowsAvx2(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy) {
+  avx2Rows(w, rows, x, y, ldy);
+}
+void matmulRowsPortable(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy) {
+  portable(w, rows, x, y, ldy);
+}
+void matmulRowsPortable(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy) {
+  portable(w, rows, x, y, ldy);
+}
+}  // namespace detail
 
 bool f32KernelsAvailable() {
   static const bool available = __builtin_cpu_supports("avx512f");
@@ -626,14 +708,14 @@ void productThenRound(const T* w, int64_t rows, const MatmulRows<T>& x, float* y
 }
 
 void f32Rows(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy) {
-  if (!f32KernelsAvailable()) return portable(w, rows, x, y, ldy);
+  if (!f32KernelsAvailable()) return withoutKernels(w, rows, x, y, ldy);
   if (x.n == 1) return f32Gemv(w, rows, x.k, x.x, y);
   if (x.n < kPackFrom) return f32Tiles(w, rows, x.k, x.x, x.n, y, ldy);
   f32Packed(w, rows, x, y, ldy);
 }
 
 void bf16Rows(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy) {
-  if (!bf16KernelsAvailable()) return portable(w, rows, x, y, ldy);
+  if (!bf16KernelsAvailable()) return withoutKernels(w, rows, x, y, ldy);
   if (x.n == 1) return bf16Gemv(w, rows, x.k, x.x, y);
   if (x.n < kPackFrom) return bf16Tiles(w, rows, x.k, x.x, x.n, y, ldy);
   bf16Packed(w, rows, x, y, ldy, false);
@@ -662,6 +744,14 @@ void putSum(float& y, float s, ExpandStore store) {
     addRound(&y, &s, 1, true, store == ExpandStore::AddRounded);
 }
 
+// putSum for n sums at once: one addRound call, not n.
+void putSums(float* y, const float* s, int64_t n, ExpandStore store) {
+  if (store == ExpandStore::Set)
+    std::memcpy(y, s, sizeof(float) * size_t(n));
+  else
+    addRound(y, s, n, true, store == ExpandStore::AddRounded);
+}
+
 template <class T>
 void transposedPortable(const T* wt, int64_t k, int64_t out, const float* x, int64_t ldx, int64_t n, float* y,
                         int64_t ldy, ExpandStore store) {
@@ -684,11 +774,62 @@ void expandPortable(const uint16_t* packed, int64_t k, int64_t out, const float*
     }
 }
 
+// The two loops above on a CPU with AVX2, eight outputs at a time, the same bits (each output's
+// sum over i in order, a multiply then an add).
+template <class T>
+CROSSLAB_AVX2_TARGET void transposedAvx2(const T* wt, int64_t k, int64_t out, const float* x, int64_t ldx, int64_t n,
+                                         float* y, int64_t ldy, ExpandStore store) {
+  const int64_t out8 = out / 8 * 8;
+  alignas(32) float sums[8];
+  for (int64_t b = 0; b < n; ++b) {
+    const float* xb = x + b * ldx;
+    float* yb = y + b * ldy;
+    for (int64_t j = 0; j < out8; j += 8) {
+      __m256 acc = _mm256_setzero_ps();
+      for (int64_t i = 0; i < k; ++i) acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(xb[i]), load8(wt + i * out + j)));
+      _mm256_store_ps(sums, acc);
+      putSums(yb + j, sums, 8, store);
+    }
+    for (int64_t j = out8; j < out; ++j) {
+      float acc = 0;
+      for (int64_t i = 0; i < k; ++i) acc += xb[i] * toFloat(wt[i * out + j]);
+      putSum(yb[j], acc, store);
+    }
+  }
+}
+
+// Within a block of 64 outputs, eight consecutive outputs' values of one i lie in eight 32-bit
+// lanes (the high half for an even i, the low half for an odd one); blocks are zero padded, so
+// every load stays inside B.
+CROSSLAB_AVX2_TARGET void expandAvx2(const uint16_t* packed, int64_t k, int64_t out, const float* x, int64_t ldx,
+                                     int64_t n, float* y, int64_t ldy, ExpandStore store) {
+  const int64_t pairs = expandPairs(k);
+  const __m256i high = _mm256_set1_epi32(int32_t(0xffff0000u));
+  alignas(32) float sums[8];
+  for (int64_t b = 0; b < n; ++b) {
+    const float* xb = x + b * ldx;
+    float* yb = y + b * ldy;
+    for (int64_t j = 0; j < out; j += 8) {
+      const uint16_t* lanes = packed + (j / kExpandBlock) * pairs * 2 * kExpandBlock + 2 * (j % kExpandBlock);
+      __m256 acc = _mm256_setzero_ps();
+      for (int64_t i = 0; i < k; ++i) {
+        const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes + (i / 2) * 2 * kExpandBlock));
+        const __m256 bv = _mm256_castsi256_ps(i % 2 ? _mm256_slli_epi32(v, 16) : _mm256_and_si256(v, high));
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(xb[i]), bv));
+      }
+      _mm256_store_ps(sums, acc);
+      putSums(yb + j, sums, std::min<int64_t>(8, out - j), store);
+    }
+  }
+}
+
 template <class T>
 void transposedAny(const T* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy,
                    ExpandStore store, int64_t ldx) {
   if (ldx == 0) ldx = k;
-  if (!bf16KernelsAvailable()) return transposedPortable(wt, k, out, x, ldx, n, y, ldy, store);
+  if (!bf16KernelsAvailable())
+    return avx2Available() ? transposedAvx2(wt, k, out, x, ldx, n, y, ldy, store)
+                           : transposedPortable(wt, k, out, x, ldx, n, y, ldy, store);
   switch (store) {
     case ExpandStore::Set: return transposedKernel<ExpandStore::Set>(wt, k, out, x, ldx, n, y, ldy);
     case ExpandStore::Add: return transposedKernel<ExpandStore::Add>(wt, k, out, x, ldx, n, y, ldy);
@@ -720,7 +861,9 @@ void packExpandBf16(const uint16_t* b, int64_t out, int64_t k, uint16_t* packed)
 void expandBf16(const uint16_t* packed, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy,
                 ExpandStore store, int64_t ldx) {
   if (ldx == 0) ldx = k;
-  if (!bf16KernelsAvailable()) return expandPortable(packed, k, out, x, ldx, n, y, ldy, store);
+  if (!bf16KernelsAvailable())
+    return avx2Available() ? expandAvx2(packed, k, out, x, ldx, n, y, ldy, store)
+                           : expandPortable(packed, k, out, x, ldx, n, y, ldy, store);
   switch (store) {
     case ExpandStore::Set: return expandKernel<ExpandStore::Set>(packed, k, out, x, ldx, n, y, ldy);
     case ExpandStore::Add: return expandKernel<ExpandStore::Add>(packed, k, out, x, ldx, n, y, ldy);

@@ -17,7 +17,9 @@
 //               value is broadcast against it, so a tile of W rows x 16..64 X rows
 //               accumulates with no horizontal reductions (about twice the throughput of the
 //               reducing kernel at n = 32 here). Compute-bound.
-// Without AVX-512 (AVX512-BF16 for bf16) a portable loop computes the same products.
+// Without AVX-512 (AVX512-BF16 for bf16) a portable loop computes the same products, eight
+// lanes at a time where the CPU has AVX2 (four W rows against each X row, the portable loop's
+// sums bit for bit).
 
 #include <cstdint>
 #include <vector>
@@ -27,6 +29,9 @@ namespace crosslab::model {
 // True when the CPU has AVX-512F (f32 kernels) / AVX512-BF16 and BW (bf16 kernels).
 bool f32KernelsAvailable();
 bool bf16KernelsAvailable();
+// True where matmulRows runs vector code for that type: the AVX-512 kernels, or without them
+// the AVX2 loop (a CPU with neither gets the portable loop, slower than libtorch's products).
+bool vectorRowsAvailable(bool bf16);
 
 // The X side of a product, prepared once and shared by the threads that split W's rows.
 // T = float, or uint16_t holding bf16 bits. `x` (row-major [n, k]) must outlive this.
@@ -89,5 +94,15 @@ int64_t expandBf16PackedSize(int64_t k, int64_t out);  // uint16 values
 void packExpandBf16(const uint16_t* b, int64_t out, int64_t k, uint16_t* packed);
 void expandBf16(const uint16_t* packed, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy,
                 ExpandStore store = ExpandStore::Set, int64_t ldx = 0);
+
+// For tests: the loop that runs without the AVX-512 kernels on a CPU with AVX2 (the portable
+// loop's sums bit for bit, eight lanes at a time), and the portable loop itself; x unpacked.
+namespace detail {
+bool avx2RowsAvailable();
+void matmulRowsAvx2(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy);
+void matmulRowsAvx2(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy);
+void matmulRowsPortable(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy);
+void matmulRowsPortable(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy);
+}  // namespace detail
 
 }  // namespace crosslab::model

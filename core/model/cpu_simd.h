@@ -19,8 +19,23 @@
 
 #define CROSSLAB_F32_TARGET __attribute__((target("avx512f")))
 #define CROSSLAB_BF16_TARGET __attribute__((target("avx512f,avx512bw,avx512bf16")))
+// The loops for CPUs with AVX2 but not AVX-512 (runtime-checked: simd::avx2Available). No
+// FMA: those loops keep the portable loops' separate multiply and add, bit for bit.
+#define CROSSLAB_AVX2_TARGET __attribute__((target("avx2")))
 
 namespace crosslab::model::simd {
+
+inline bool avx2Available() {
+  static const bool available = __builtin_cpu_supports("avx2");
+  return available;
+}
+
+// Eight values widened to fp32 (bf16: its bits are the float's top half).
+CROSSLAB_AVX2_TARGET inline __m256 load8(const float* p) { return _mm256_loadu_ps(p); }
+CROSSLAB_AVX2_TARGET inline __m256 load8(const uint16_t* p) {
+  const __m256i wide = _mm256_cvtepu16_epi32(_mm_loadu_si128(reinterpret_cast<const __m128i*>(p)));
+  return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
+}
 
 // Horizontal sums through memory: GCC 12's _mm512_reduce_add_ps trips -Wmaybe-uninitialized.
 CROSSLAB_F32_TARGET inline float sum16(__m512 v) {

@@ -76,8 +76,8 @@ class WeightLoader {
 // the product (the demo model's LM head at 8 rows: 85% of a decode step through at::linear).
 // `rows` rows of dtype `t` on `device`: also asked before the rows exist (the fused step's LM head).
 bool kernelRowsApply(at::ScalarType t, at::Device device, int64_t rows, const at::Tensor& w, int64_t maxRows) {
-  const bool f32 = t == at::kFloat && f32KernelsAvailable();
-  const bool bf16 = t == at::kBFloat16 && bf16KernelsAvailable();
+  const bool f32 = t == at::kFloat && vectorRowsAvailable(false);
+  const bool bf16 = t == at::kBFloat16 && vectorRowsAvailable(true);
   return (f32 || bf16) && rows <= maxRows && w.scalar_type() == t && device.is_cpu() && w.is_contiguous() &&
          !at::GradMode::is_enabled();
 }

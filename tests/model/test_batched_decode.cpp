@@ -120,6 +120,11 @@ class Decoder {
              int split = 1, bool viaForward = true) {
     c10::InferenceMode guard;
     model::KvCache cache = model_.makeCache(int64_t(n), 64);
+    // The prompts go through the op-by-op forward on one thread in every run: its products are
+    // libtorch's, whose sums may depend on the thread count (OpenBLAS's AVX2 sgemm does, on a
+    // CPU without AVX-512), and the runs compare decode steps from the same cache.
+    const int threads = at::get_num_threads();
+    at::set_num_threads(1);
     for (size_t b = 0; b < n; ++b) {
       const auto& p = batch.prompts[first + b];
       if (p.size() < 2) continue;
@@ -128,6 +133,7 @@ class Decoder {
       model_.hidden(at::tensor(std::vector<int64_t>(p.begin(), p.end() - 1), at::kLong).unsqueeze(0), &view);
       cache.lengths[b] = view.lengths[0];
     }
+    at::set_num_threads(threads);
     std::vector<int> rowAdapters(batch.adapters.begin() + long(first), batch.adapters.begin() + long(first + n));
     setDelta(rowAdapters);
     model_.setFastDecode(fused);
@@ -232,10 +238,15 @@ class TestBatchedDecode : public QObject {
     at::set_num_threads(3);
     // One group on 3 threads: products worth a second thread split over the step crew (from
     // B = 20 here: the LM head's 512 rows, from 37 gate and up too), each output computed as
-    // on one thread, bit for bit.
+    // on one thread, bit for bit. Past the 64 rows whose LM head the step computes, the head is
+    // libtorch's, whose sums may depend on the thread count (OpenBLAS's AVX2 sgemm does): there
+    // the logits agree to fp32's summation-order tolerance.
     const Logits crewLoops = dec.run(batch, 0, n, steps, true, &fed);
     if (rows >= 20) QVERIFY(dec.times.crewLoops >= uint64_t(steps));
-    QCOMPARE(maxAbsDiff(fused, crewLoops), 0.0);
+    if (n <= 64)
+      QCOMPARE(maxAbsDiff(fused, crewLoops), 0.0);
+    else
+      QVERIFY2(maxAbsDiff(fused, crewLoops) <= 5e-5, qPrintable(QString::number(maxAbsDiff(fused, crewLoops))));
     const Logits split = dec.run(batch, 0, n, steps, true, &fed, 3);
     at::set_num_threads(threads);
     QCOMPARE(dec.times.steps, uint64_t(steps));

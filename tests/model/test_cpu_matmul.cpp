@@ -356,6 +356,36 @@ class TestCpuMatmul : public QObject {
     QCOMPARE(checked, 6 * 4 * 3 * 2);
   }
 
+  // Without AVX-512, the AVX2 loop gives the portable loop's sums bit for bit: rows in and out
+  // of its blocks of four, k with and without a tail of fewer than eight, one and many X rows.
+  void avx2RowsArePortableBitForBit() {
+    if (!detail::avx2RowsAvailable()) QSKIP("no AVX2");
+    const auto check = [](auto tag, int64_t rows, int64_t k, int64_t n) {
+      using T = decltype(tag);
+      std::mt19937 rng(unsigned(rows * 7 + k * 13 + n));
+      std::normal_distribution<float> normal;
+      std::vector<T> w(size_t(rows * k)), x(size_t(n * k));
+      for (auto& v : w) v = std::is_same_v<T, float> ? T(normal(rng)) : T(toBf16(normal(rng)));
+      for (auto& v : x) v = std::is_same_v<T, float> ? T(normal(rng)) : T(toBf16(normal(rng)));
+      const MatmulRows<T> xr(x.data(), n, k);
+      const int64_t ldy = rows + 3;
+      std::vector<float> fast(size_t(n * ldy), -1.0f), slow(fast.size(), -1.0f);
+      detail::matmulRowsAvx2(w.data(), rows, xr, fast.data(), ldy);
+      detail::matmulRowsPortable(w.data(), rows, xr, slow.data(), ldy);
+      return std::memcmp(fast.data(), slow.data(), sizeof(float) * fast.size()) == 0;
+    };
+    int checked = 0;
+    for (int64_t rows : {1, 3, 4, 9, 64})
+      for (int64_t k : {1, 7, 8, 33, 128, 389})
+        for (int64_t n : {1, 2, 5, 12}) {
+          const QString what = QString("rows %1 k %2 n %3").arg(rows).arg(k).arg(n);
+          QVERIFY2(check(float{}, rows, k, n), qPrintable("f32 " + what));
+          QVERIFY2(check(uint16_t{}, rows, k, n), qPrintable("bf16 " + what));
+          checked += 2;
+        }
+    QCOMPARE(checked, 5 * 6 * 4 * 2);
+  }
+
   // Grouped-query attention rows: every head near the exact sums, and each head of a group
   // bit-identical to the same head computed alone (heads = 1), f32 and bf16 cached rows.
   void attentionRows() {
