@@ -332,6 +332,101 @@ void weightedRowsPortable(const float* p, int64_t heads, int64_t ps, const T* v,
       for (int64_t d = 0; d < hd; ++d) out[h * hd + d] += p[h * ps + t] * toFloat(v[t * hd + d]);
 }
 
+// Without AVX-512, on a CPU with AVX2: the portable loops' sums bit for bit, eight at a time.
+// Scores: eight positions a lane each, every lane's sum over d in order (an 8 x 8 block of keys
+// transposed so that one vector holds eight positions' values at one d).
+CROSSLAB_AVX2_TARGET inline void transpose8(__m256 (&r)[8]) {
+  __m256 t[8], u[8];
+  for (int i = 0; i < 4; ++i) {
+    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
+    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
+  }
+  for (int i = 0; i < 2; ++i) {
+    u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
+    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
+    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
+  }
+  for (int i = 0; i < 4; ++i) {
+    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
+    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
+  }
+}
+
+template <class T>
+CROSSLAB_AVX2_TARGET void dotRowsAvx2(const float* q, int64_t heads, const T* k, int64_t len, int64_t hd, float* s,
+                                      int64_t ss) {
+  const int64_t len8 = len / 8 * 8, hd8 = hd / 8 * 8;
+  for (int64_t t0 = 0; t0 < len8; t0 += 8)
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* qh = q + h * hd;
+      __m256 acc = _mm256_setzero_ps();
+      for (int64_t d0 = 0; d0 < hd8; d0 += 8) {
+        __m256 r[8];
+        for (int i = 0; i < 8; ++i) r[i] = simd::load8(k + (t0 + i) * hd + d0);
+        transpose8(r);  // r[j]: the eight positions' values at d0 + j
+        for (int j = 0; j < 8; ++j) acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(qh[d0 + j]), r[j]));
+      }
+      for (int64_t d = hd8; d < hd; ++d) {
+        alignas(32) float col[8];
+        for (int i = 0; i < 8; ++i) col[i] = toFloat(k[(t0 + i) * hd + d]);
+        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(qh[d]), _mm256_load_ps(col)));
+      }
+      _mm256_storeu_ps(s + h * ss + t0, acc);
+    }
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t t = len8; t < len; ++t) {
+      float acc = 0;
+      for (int64_t d = 0; d < hd; ++d) acc += q[h * hd + d] * toFloat(k[t * hd + d]);
+      s[h * ss + t] = acc;
+    }
+}
+
+// Weighted values: each output's sum over the positions in order, 32 (then 8) outputs of a head
+// held in registers over all positions.
+template <class T>
+CROSSLAB_AVX2_TARGET void weightedRowsAvx2(const float* p, int64_t heads, int64_t ps, const T* v, int64_t len,
+                                           int64_t hd, float* out) {
+  for (int64_t h = 0; h < heads; ++h) {
+    const float* ph = p + h * ps;
+    float* oh = out + h * hd;
+    int64_t d0 = 0;
+    for (; d0 + 32 <= hd; d0 += 32) {
+      __m256 a0 = _mm256_loadu_ps(oh + d0), a1 = _mm256_loadu_ps(oh + d0 + 8), a2 = _mm256_loadu_ps(oh + d0 + 16),
+             a3 = _mm256_loadu_ps(oh + d0 + 24);
+      for (int64_t t = 0; t < len; ++t) {
+        const __m256 w = _mm256_set1_ps(ph[t]);
+        const T* vt = v + t * hd + d0;
+        a0 = _mm256_add_ps(a0, _mm256_mul_ps(w, simd::load8(vt)));
+        a1 = _mm256_add_ps(a1, _mm256_mul_ps(w, simd::load8(vt + 8)));
+        a2 = _mm256_add_ps(a2, _mm256_mul_ps(w, simd::load8(vt + 16)));
+        a3 = _mm256_add_ps(a3, _mm256_mul_ps(w, simd::load8(vt + 24)));
+      }
+      _mm256_storeu_ps(oh + d0, a0);
+      _mm256_storeu_ps(oh + d0 + 8, a1);
+      _mm256_storeu_ps(oh + d0 + 16, a2);
+      _mm256_storeu_ps(oh + d0 + 24, a3);
+    }
+    for (; d0 + 8 <= hd; d0 += 8) {
+      __m256 a0 = _mm256_loadu_ps(oh + d0);
+      for (int64_t t = 0; t < len; ++t) a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_set1_ps(ph[t]), simd::load8(v + t * hd + d0)));
+      _mm256_storeu_ps(oh + d0, a0);
+    }
+    for (int64_t t = 0; t < len; ++t)
+      for (int64_t d = d0; d < hd; ++d) oh[d] += ph[t] * toFloat(v[t * hd + d]);
+  }
+}
+
+template <class T>
+void dotRowsNoKernels(const float* q, int64_t heads, const T* k, int64_t len, int64_t hd, float* s, int64_t ss) {
+  simd::avx2Available() ? dotRowsAvx2(q, heads, k, len, hd, s, ss) : dotRowsPortable(q, heads, k, len, hd, s, ss);
+}
+template <class T>
+void weightedRowsNoKernels(const float* p, int64_t heads, int64_t ps, const T* v, int64_t len, int64_t hd, float* out) {
+  simd::avx2Available() ? weightedRowsAvx2(p, heads, ps, v, len, hd, out)
+                        : weightedRowsPortable(p, heads, ps, v, len, hd, out);
+}
+
 }  // namespace
 
 int64_t readAheadLinesIssued() { return tReadAheadLines; }
@@ -340,36 +435,36 @@ int64_t readAheadLinesIssued() { return tReadAheadLines; }
 void dotRows(const float* q, int64_t heads, const float* k, int64_t len, int64_t hd, float* s, int64_t ss,
              ReadAhead next) {
   bf16KernelsAvailable() ? dotRowsKernel<WidenedScores<float>>(q, heads, k, len, hd, s, ss, next)
-                         : dotRowsPortable(q, heads, k, len, hd, s, ss);
+                         : dotRowsNoKernels(q, heads, k, len, hd, s, ss);
 }
 void dotRows(const float* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss,
              ReadAhead next) {
   bf16KernelsAvailable() ? dotRowsKernel<WidenedScores<uint16_t>>(q, heads, k, len, hd, s, ss, next)
-                         : dotRowsPortable(q, heads, k, len, hd, s, ss);
+                         : dotRowsNoKernels(q, heads, k, len, hd, s, ss);
 }
 void dotRows(const uint16_t* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss,
              ReadAhead next) {
   if (bf16KernelsAvailable()) return dotRowsKernel<Bf16PairScores>(q, heads, k, len, hd, s, ss, next);
   std::vector<float> qf(size_t(heads * hd));  // exact: bf16 widened
   for (size_t i = 0; i < qf.size(); ++i) qf[i] = toFloat(q[i]);
-  dotRowsPortable(qf.data(), heads, k, len, hd, s, ss);
+  dotRowsNoKernels(qf.data(), heads, k, len, hd, s, ss);
 }
 void weightedRows(const uint16_t* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out,
                   ReadAhead next) {
   if (bf16KernelsAvailable()) return weightedBf16Kernel(p, heads, ps, v, len, hd, out, next);
   std::vector<float> pf(size_t(heads * ps));  // exact: bf16 widened
   for (size_t i = 0; i < pf.size(); ++i) pf[i] = toFloat(p[i]);
-  weightedRowsPortable(pf.data(), heads, ps, v, len, hd, out);
+  weightedRowsNoKernels(pf.data(), heads, ps, v, len, hd, out);
 }
 void weightedRows(const float* p, int64_t heads, int64_t ps, const float* v, int64_t len, int64_t hd, float* out,
                   ReadAhead next) {
   bf16KernelsAvailable() ? weightedRowsKernel(p, heads, ps, v, len, hd, out, next)
-                         : weightedRowsPortable(p, heads, ps, v, len, hd, out);
+                         : weightedRowsNoKernels(p, heads, ps, v, len, hd, out);
 }
 void weightedRows(const float* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out,
                   ReadAhead next) {
   bf16KernelsAvailable() ? weightedRowsKernel(p, heads, ps, v, len, hd, out, next)
-                         : weightedRowsPortable(p, heads, ps, v, len, hd, out);
+                         : weightedRowsNoKernels(p, heads, ps, v, len, hd, out);
 }
 
 }  // namespace crosslab::model

@@ -26,6 +26,8 @@ struct ReadAhead {
 // head, sixteen rows at a time, the second read from L1), and each head's result is
 // bit-identical to computing it alone (heads = 1):
 //   s[h * ss + t] = q_h · K_t        out[h * hd + d] += sum_t p[h * ps + t] V_t[d] (t in order)
+// Without the AVX-512 kernels: each score summed over d in order and each output over t in
+// order, a multiply and an add at a time (eight at a time where the CPU has AVX2, the same bits).
 void dotRows(const float* q, int64_t heads, const float* k, int64_t len, int64_t hd, float* s, int64_t ss,
              ReadAhead next = {});
 void dotRows(const float* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss,

@@ -386,6 +386,50 @@ class TestCpuMatmul : public QObject {
     QCOMPARE(checked, 5 * 6 * 4 * 2);
   }
 
+  // Without the AVX-512 kernels, the attention rows are the sequential sums bit for bit (each
+  // score over d in order, each output over t in order, a multiply then an add): the AVX2
+  // loops' blocks of eight positions and of 8 / 32 outputs, and their tails, change nothing.
+  void attentionRowsWithoutKernelsAreTheSequentialSums() {
+    if (bf16KernelsAvailable()) QSKIP("the AVX-512 kernels run here (attentionRows checks them)");
+    std::mt19937 rng(29);
+    std::normal_distribution<float> normal;
+    int checked = 0;
+    for (int64_t hd : {5, 8, 13, 32, 40, 64})
+      for (int64_t len : {1, 7, 8, 9, 70})
+        for (int64_t heads : {1, 3}) {
+          const auto sz = [](int64_t m) { return static_cast<size_t>(m); };
+          const int64_t ss = len + 3;
+          std::vector<float> q(sz(heads * hd)), k(sz(len * hd)), p(sz(heads * ss)), base(sz(heads * hd));
+          std::vector<uint16_t> kb(k.size());
+          for (auto& v : q) v = normal(rng);
+          for (size_t i = 0; i < k.size(); ++i) k[i] = fromBf16(kb[i] = toBf16(normal(rng)));
+          for (auto& v : p) v = normal(rng);
+          for (auto& v : base) v = normal(rng);
+          std::vector<float> s(sz(heads * ss), -1.0f), sb(s.size(), -1.0f), want(s.size(), -1.0f);
+          for (int64_t h = 0; h < heads; ++h)
+            for (int64_t t = 0; t < len; ++t) {
+              float acc = 0;
+              for (int64_t d = 0; d < hd; ++d) acc += q[sz(h * hd + d)] * k[sz(t * hd + d)];
+              want[sz(h * ss + t)] = acc;
+            }
+          dotRows(q.data(), heads, k.data(), len, hd, s.data(), ss);
+          dotRows(q.data(), heads, kb.data(), len, hd, sb.data(), ss);
+          const QString what = QString("hd %1 len %2 heads %3").arg(hd).arg(len).arg(heads);
+          QVERIFY2(std::memcmp(s.data(), want.data(), sizeof(float) * s.size()) == 0, qPrintable("scores f32 " + what));
+          QVERIFY2(std::memcmp(sb.data(), want.data(), sizeof(float) * s.size()) == 0, qPrintable("scores bf16 " + what));
+          std::vector<float> out = base, outb = base, wantOut = base;
+          for (int64_t h = 0; h < heads; ++h)
+            for (int64_t t = 0; t < len; ++t)
+              for (int64_t d = 0; d < hd; ++d) wantOut[sz(h * hd + d)] += p[sz(h * ss + t)] * k[sz(t * hd + d)];
+          weightedRows(p.data(), heads, ss, k.data(), len, hd, out.data());
+          weightedRows(p.data(), heads, ss, kb.data(), len, hd, outb.data());
+          QVERIFY2(std::memcmp(out.data(), wantOut.data(), sizeof(float) * out.size()) == 0, qPrintable("values f32 " + what));
+          QVERIFY2(std::memcmp(outb.data(), wantOut.data(), sizeof(float) * out.size()) == 0, qPrintable("values bf16 " + what));
+          checked += 4;
+        }
+    QCOMPARE(checked, 6 * 5 * 2 * 4);
+  }
+
   // Grouped-query attention rows: every head near the exact sums, and each head of a group
   // bit-identical to the same head computed alone (heads = 1), f32 and bf16 cached rows.
   void attentionRows() {
