@@ -823,6 +823,16 @@ CROSSLAB_AVX2_TARGET void expandAvx2(const uint16_t* packed, int64_t k, int64_t 
   }
 }
 
+// f(std::integral_constant<ExpandStore, store>{}): a kernel instantiated per store mode, picked at run time.
+template <class F>
+void withStore(ExpandStore store, const F& f) {
+  switch (store) {
+    case ExpandStore::Set: return f(std::integral_constant<ExpandStore, ExpandStore::Set>{});
+    case ExpandStore::Add: return f(std::integral_constant<ExpandStore, ExpandStore::Add>{});
+    case ExpandStore::AddRounded: return f(std::integral_constant<ExpandStore, ExpandStore::AddRounded>{});
+  }
+}
+
 template <class T>
 void transposedAny(const T* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy,
                    ExpandStore store, int64_t ldx) {
@@ -830,11 +840,7 @@ void transposedAny(const T* wt, int64_t k, int64_t out, const float* x, int64_t 
   if (!bf16KernelsAvailable())
     return avx2Available() ? transposedAvx2(wt, k, out, x, ldx, n, y, ldy, store)
                            : transposedPortable(wt, k, out, x, ldx, n, y, ldy, store);
-  switch (store) {
-    case ExpandStore::Set: return transposedKernel<ExpandStore::Set>(wt, k, out, x, ldx, n, y, ldy);
-    case ExpandStore::Add: return transposedKernel<ExpandStore::Add>(wt, k, out, x, ldx, n, y, ldy);
-    case ExpandStore::AddRounded: return transposedKernel<ExpandStore::AddRounded>(wt, k, out, x, ldx, n, y, ldy);
-  }
+  withStore(store, [&](auto s) { transposedKernel<decltype(s)::value>(wt, k, out, x, ldx, n, y, ldy); });
 }
 
 }  // namespace
@@ -864,11 +870,7 @@ void expandBf16(const uint16_t* packed, int64_t k, int64_t out, const float* x, 
   if (!bf16KernelsAvailable())
     return avx2Available() ? expandAvx2(packed, k, out, x, ldx, n, y, ldy, store)
                            : expandPortable(packed, k, out, x, ldx, n, y, ldy, store);
-  switch (store) {
-    case ExpandStore::Set: return expandKernel<ExpandStore::Set>(packed, k, out, x, ldx, n, y, ldy);
-    case ExpandStore::Add: return expandKernel<ExpandStore::Add>(packed, k, out, x, ldx, n, y, ldy);
-    case ExpandStore::AddRounded: return expandKernel<ExpandStore::AddRounded>(packed, k, out, x, ldx, n, y, ldy);
-  }
+  withStore(store, [&](auto s) { expandKernel<decltype(s)::value>(packed, k, out, x, ldx, n, y, ldy); });
 }
 
 }  // namespace crosslab::model
