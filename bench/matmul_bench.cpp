@@ -112,7 +112,7 @@ nlohmann::json measure(const Shape& s, int repeats, const std::string& round) {
           {"rows", s.rows},
           {"k", s.k},
           {"n", s.n},
-          {"kernel", !vectorKernels ? "portable" : s.n == 1 ? "gemv" : s.n < 16 ? "tiles" : "packed"},
+          {"kernel", !vectorKernels ? (vectorRowsAvailable(!std::is_same_v<T, float>) ? "avx2" : "portable") : s.n == 1 ? "gemv" : s.n < 16 ? "tiles" : "packed"},
           {"round", round},
           {"us", best * 1e6},
           {"gflop_s", flops / best / 1e9},
@@ -179,7 +179,9 @@ nlohmann::json measureAttention(const AttnShape& a, int repeats, bool readAhead)
   sh << std::hex << fnv(s);
   oh << std::hex << fnv(o);
   const bool vectorKernels = std::is_same_v<T, float> ? f32KernelsAvailable() : bf16KernelsAvailable();
-  return {{"kernel", vectorKernels ? "attention" : "attention-portable"},
+  return {{"kernel", vectorKernels                                  ? "attention"
+          : vectorRowsAvailable(!std::is_same_v<T, float>) ? "attention-avx2"
+                                                           : "attention-portable"},
           {"dtype", std::is_same_v<T, float> ? "f32" : "bf16"},
           {"rows", a.rows},
           {"len", a.len},

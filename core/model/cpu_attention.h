@@ -1,7 +1,8 @@
 #pragma once
 // Attention rows of the fused decode step (core/model/llama_decode_cpu.cpp): one row's query
 // heads against the cached keys and values of the kv head they share, AVX-512 where the CPU
-// has it (bf16KernelsAvailable in cpu_matmul.h), a portable loop otherwise.
+// has it (bf16KernelsAvailable in cpu_matmul.h), otherwise the portable loops' sums (AVX2
+// loops where the CPU has AVX2).
 
 #include <cstdint>
 
@@ -34,7 +35,8 @@ void dotRows(const float* q, int64_t heads, const uint16_t* k, int64_t len, int6
              ReadAhead next = {});
 // The same with bf16 queries (bits): each product of two bf16 values exact, summed in fp32 in
 // pairs (AVX512-BF16's VDPBF16PS, half the work of widening the keys, which reads denormal
-// inputs as zero and flushes denormal sums; a portable loop without it). Each head
+// inputs as zero and flushes denormal sums; without it the queries are widened and summed as
+// the fp32 rows above are). Each head
 // bit-identical to computing it alone here too.
 void dotRows(const uint16_t* q, int64_t heads, const uint16_t* k, int64_t len, int64_t hd, float* s, int64_t ss,
              ReadAhead next = {});

@@ -75,7 +75,8 @@ enum class ExpandStore { Set, Add, AddRounded };
 // Y[b * ldy + j] (.)= sum_i X[b * ldx + i] * Wt[i * out + j] for b in [0, n), j in [0, out): W
 // given transposed (Wt [k, out]), for a small k such as a LoRA expand's rank; X's rows ldx
 // apart (0: k), so that one expand can read its columns of a shrink shared by several
-// projections. Vector FMAs run along the output, i in order; no horizontal sum per output (the
+// projections. Vector multiply-adds run along the output, i in order (FMAs with AVX-512; a
+// multiply then an add with AVX2, the portable loop's bits); no horizontal sum per output (the
 // gemv's cost when k is 16).
 void matmulTransposed(const float* wt, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy,
                       ExpandStore store = ExpandStore::Set, int64_t ldx = 0);
@@ -89,7 +90,8 @@ void matmulTransposed(const uint16_t* wt, int64_t k, int64_t out, const float* x
 // so a sum that passes below 2^-126 may differ: LoRA terms do not come near), from half the
 // bytes of B and half the multiply-adds: VDPBF16PS on pairs of the rank against B laid out by
 // packExpandBf16 (blocks of 64 outputs; per pair of i, each output's two values as one 32-bit
-// lane; zero padded).
+// lane; zero padded). Without AVX512-BF16, the same layout read one i at a time (AVX2, or the
+// portable loop): the same sums.
 int64_t expandBf16PackedSize(int64_t k, int64_t out);  // uint16 values
 void packExpandBf16(const uint16_t* b, int64_t out, int64_t k, uint16_t* packed);
 void expandBf16(const uint16_t* packed, int64_t k, int64_t out, const float* x, int64_t n, float* y, int64_t ldy,

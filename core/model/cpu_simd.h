@@ -1,7 +1,7 @@
 #pragma once
-// Shared by the CPU kernel files (cpu_matmul.cpp, cpu_attention.cpp, cpu_elementwise.cpp): the AVX-512 intrinsics
-// and the target attributes they compile under (runtime-checked: f32KernelsAvailable /
-// bf16KernelsAvailable in cpu_matmul.h), and the few helpers both use. Internal: not for
+// Shared by the CPU kernel files (cpu_matmul.cpp, cpu_attention.cpp, cpu_elementwise.cpp): the AVX-512 and AVX2
+// intrinsics and the target attributes they compile under (runtime-checked: f32KernelsAvailable /
+// bf16KernelsAvailable in cpu_matmul.h, simd::avx2Available), and the few helpers they share. Internal: not for
 // files that are not kernels.
 
 // GCC 12 reports -W(maybe-)uninitialized inside immintrin.h's AVX-512 intrinsics that pass

@@ -238,7 +238,7 @@ class TestCpuMatmul : public QObject {
     std::mt19937 rng(12);
     std::normal_distribution<float> normal;
     int checked = 0;
-    if (!bf16KernelsAvailable()) qInfo("no AVX512-BF16 here: the portable expand is what is compared");
+    if (!bf16KernelsAvailable()) qInfo("no AVX512-BF16 here: the expand without it (AVX2 or portable) is what is compared");
     for (int64_t k : {1, 2, 7, 16, 17, 64, 255, 257, 300, 513})  // past 256: the kernel's rank in parts
       for (int64_t out : {1, 15, 16, 63, 64, 65, 130, 384})
         for (int64_t n : {1, 2, 5}) {
@@ -386,6 +386,45 @@ class TestCpuMatmul : public QObject {
     QCOMPARE(checked, 5 * 6 * 4 * 2);
   }
 
+  // Without AVX512-BF16, the LoRA expands are the sequential sums bit for bit (each output over
+  // i in order, a multiply then an add): the AVX2 loops' eight outputs at a time, their tails
+  // and the packed layout's blocks change nothing.
+  void expandsWithoutKernelsAreTheSequentialSums() {
+    if (bf16KernelsAvailable()) QSKIP("the AVX-512 kernels run here (the expand tests above check them)");
+    std::mt19937 rng(31);
+    std::normal_distribution<float> normal;
+    int checked = 0;
+    for (int64_t k : {1, 2, 7, 16, 17, 33})
+      for (int64_t out : {1, 7, 8, 9, 64, 65, 130})
+        for (int64_t n : {1, 3}) {
+          const auto sz = [](int64_t m) { return static_cast<size_t>(m); };
+          std::vector<uint16_t> b(sz(out * k)), wb(sz(k * out));
+          std::vector<float> wt(sz(k * out)), x(sz(n * k));
+          for (int64_t j = 0; j < out; ++j)
+            for (int64_t i = 0; i < k; ++i) wt[sz(i * out + j)] = fromBf16(wb[sz(i * out + j)] = b[sz(j * k + i)] = toBf16(normal(rng)));
+          for (auto& v : x) v = fromBf16(toBf16(normal(rng)));
+          std::vector<float> want(sz(n * out));
+          for (int64_t r = 0; r < n; ++r)
+            for (int64_t j = 0; j < out; ++j) {
+              float acc = 0;
+              for (int64_t i = 0; i < k; ++i) acc += x[sz(r * k + i)] * wt[sz(i * out + j)];
+              want[sz(r * out + j)] = acc;
+            }
+          std::vector<uint16_t> packed(sz(expandBf16PackedSize(k, out)));
+          packExpandBf16(b.data(), out, k, packed.data());
+          std::vector<float> f32(want.size(), -1.0f), bf16t(want.size(), -1.0f), pairs(want.size(), -1.0f);
+          matmulTransposed(wt.data(), k, out, x.data(), n, f32.data(), out);
+          matmulTransposed(wb.data(), k, out, x.data(), n, bf16t.data(), out);
+          expandBf16(packed.data(), k, out, x.data(), n, pairs.data(), out);
+          const QString what = QString("k %1 out %2 n %3").arg(k).arg(out).arg(n);
+          QVERIFY2(std::memcmp(f32.data(), want.data(), sizeof(float) * want.size()) == 0, qPrintable("fp32 Bt " + what));
+          QVERIFY2(std::memcmp(bf16t.data(), want.data(), sizeof(float) * want.size()) == 0, qPrintable("bf16 Bt " + what));
+          QVERIFY2(std::memcmp(pairs.data(), want.data(), sizeof(float) * want.size()) == 0, qPrintable("packed " + what));
+          checked += 3;
+        }
+    QCOMPARE(checked, 6 * 7 * 2 * 3);
+  }
+
   // Without the AVX-512 kernels, the attention rows are the sequential sums bit for bit (each
   // score over d in order, each output over t in order, a multiply then an add): the AVX2
   // loops' blocks of eight positions and of 8 / 32 outputs, and their tails, change nothing.
@@ -483,7 +522,7 @@ class TestCpuMatmul : public QObject {
   // bf16 values, for every head size's tail (hd not a multiple of 32, odd lengths), and each
   // head of a group bit-identical to the same head computed alone.
   void attentionRowsBf16QueriesAndWeights() {
-    qInfo("bf16 pairs through %s", bf16KernelsAvailable() ? "AVX512-BF16's VDPBF16PS" : "the portable loop (no AVX512-BF16)");
+    qInfo("bf16 pairs through %s", bf16KernelsAvailable() ? "AVX512-BF16's VDPBF16PS" : "the loops without AVX512-BF16");
     std::mt19937 rng(5);
     std::normal_distribution<float> normal;
     for (int64_t hd : {32, 40, 64, 128})
