@@ -1,6 +1,6 @@
 // The fused decode step's elementwise steps (core/model/cpu_elementwise.h): AVX-512 where the
-// CPU has it (the same check as the f32 matmul kernels), a scalar loop computing the same
-// values otherwise.
+// CPU has it (the same check as the f32 matmul kernels), AVX2 loops where it has only that, a
+// scalar loop computing the same values otherwise (and each AVX2 loop's last n % 8 values).
 #include "core/model/cpu_elementwise.h"
 
 #include <algorithm>
@@ -187,6 +187,164 @@ CROSSLAB_F32_TARGET double sumSquaresKernel(const float* x, int64_t n) {
   return s;
 }
 
+// ---- AVX2 (no AVX-512): eight lanes, the same operations as the scalar loops in the same
+// order (no FMA), so every rounding step gives the scalar loop's bits; a row's last n % 8
+// values go through the scalar loop itself. exp (softmax, silu) is a polynomial, as above.
+
+using simd::avx2Available;
+
+// c10::BFloat16's round to nearest even, 8 lanes (roundBf16x16's steps).
+CROSSLAB_AVX2_TARGET inline __m256 roundBf16x8(__m256 x) {
+  const __m256i u = _mm256_castps_si256(x);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  const __m256i r = _mm256_and_si256(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))),
+                                     _mm256_set1_epi32(int32_t(0xFFFF0000u)));
+  const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+  return _mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)), nan);
+}
+
+template <bool B>
+CROSSLAB_AVX2_TARGET inline __m256 maybeRound8(__m256 x) {
+  if constexpr (B) return roundBf16x8(x);
+  else return x;
+}
+
+// 2^e for integer lanes e in [-126, 127]: the exponent field.
+CROSSLAB_AVX2_TARGET inline __m256 pow2(__m256i e) {
+  return _mm256_castsi256_ps(_mm256_slli_epi32(_mm256_add_epi32(e, _mm256_set1_epi32(127)), 23));
+}
+
+// e^x, 8 lanes: exp16's reduction and polynomial with a separate multiply and add (Cephes'
+// split of ln 2 keeps n·C1 exact without FMA). x is held in [-87.3, 88.8]; 2^n is applied in
+// two halves so that n = 128 (x past ln FLT_MAX) overflows to +inf as expf does.
+CROSSLAB_AVX2_TARGET inline __m256 exp8(__m256 x) {
+  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.8f));
+  const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
+  __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(n, _mm256_set1_ps(0.693359375f)));
+  r = _mm256_sub_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(-2.12194440e-4f)));
+  __m256 p = _mm256_set1_ps(1.9875691500e-4f);
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.3981999507e-3f));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(8.3334519073e-3f));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(4.1665795894e-2f));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(1.6666665459e-1f));
+  p = _mm256_add_ps(_mm256_mul_ps(p, r), _mm256_set1_ps(5.0000001201e-1f));
+  p = _mm256_add_ps(_mm256_mul_ps(p, _mm256_mul_ps(r, r)), _mm256_add_ps(r, _mm256_set1_ps(1.0f)));
+  const __m256i ni = _mm256_cvtps_epi32(n);  // -126 … 128
+  const __m256i half = _mm256_srai_epi32(ni, 1);
+  return _mm256_mul_ps(_mm256_mul_ps(p, pow2(half)), pow2(_mm256_sub_epi32(ni, half)));
+}
+
+CROSSLAB_AVX2_TARGET void siluAvx2(float* g, int64_t n) {
+  const __m256 one = _mm256_set1_ps(1.0f);
+  for (int64_t i = 0; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(g + i);
+    _mm256_storeu_ps(g + i, _mm256_div_ps(v, _mm256_add_ps(one, exp8(_mm256_sub_ps(_mm256_setzero_ps(), v)))));
+  }
+}
+
+CROSSLAB_AVX2_TARGET float expShiftedAvx2(float* s, int64_t len, float shift) {
+  __m256 sum = _mm256_setzero_ps();
+  const __m256 m = _mm256_set1_ps(shift);
+  for (int64_t t = 0; t + 8 <= len; t += 8) {
+    const __m256 e = exp8(_mm256_sub_ps(_mm256_loadu_ps(s + t), m));
+    _mm256_storeu_ps(s + t, e);
+    sum = _mm256_add_ps(sum, e);
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, sum);
+  float total = 0;
+  for (float l : lanes) total += l;
+  return total;
+}
+
+CROSSLAB_AVX2_TARGET void roundBf16Avx2(float* v, int64_t n) {
+  for (int64_t i = 0; i + 8 <= n; i += 8) _mm256_storeu_ps(v + i, roundBf16x8(_mm256_loadu_ps(v + i)));
+}
+
+// The lanes' maxima (per lane mx < v ? v : mx, as std::max); the caller merges them in lane
+// order with the tail's values.
+template <bool B>
+CROSSLAB_AVX2_TARGET float scaleRoundMaxAvx2(float* s, int64_t len, float scale) {
+  __m256 mx = _mm256_set1_ps(-INFINITY);
+  const __m256 sc = _mm256_set1_ps(scale);
+  for (int64_t t = 0; t + 8 <= len; t += 8) {
+    const __m256 v = maybeRound8<B>(_mm256_mul_ps(maybeRound8<B>(_mm256_loadu_ps(s + t)), sc));
+    _mm256_storeu_ps(s + t, v);
+    mx = _mm256_blendv_ps(mx, v, _mm256_cmp_ps(mx, v, _CMP_LT_OQ));
+  }
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, mx);
+  float best = -INFINITY;
+  for (float l : lanes) best = std::max(best, l);
+  return best;
+}
+
+template <bool B>
+CROSSLAB_AVX2_TARGET void divideRoundAvx2(float* s, int64_t len, float d) {
+  const __m256 dv = _mm256_set1_ps(d);
+  for (int64_t t = 0; t + 8 <= len; t += 8) _mm256_storeu_ps(s + t, maybeRound8<B>(_mm256_div_ps(_mm256_loadu_ps(s + t), dv)));
+}
+
+template <bool B, bool RoundY>
+CROSSLAB_AVX2_TARGET void addRoundAvx2(float* x, const float* y, int64_t n) {
+  for (int64_t i = 0; i + 8 <= n; i += 8) {
+    __m256 yv = _mm256_loadu_ps(y + i);
+    if constexpr (RoundY) yv = maybeRound8<B>(yv);
+    _mm256_storeu_ps(x + i, maybeRound8<B>(_mm256_add_ps(_mm256_loadu_ps(x + i), yv)));
+  }
+}
+
+template <bool B>
+CROSSLAB_AVX2_TARGET void mulRoundAvx2(float* g, const float* u, int64_t n) {
+  for (int64_t i = 0; i + 8 <= n; i += 8)
+    _mm256_storeu_ps(g + i, maybeRound8<B>(_mm256_mul_ps(maybeRound8<B>(_mm256_loadu_ps(g + i)), _mm256_loadu_ps(u + i))));
+}
+
+template <bool B, class W>
+CROSSLAB_AVX2_TARGET void normRoundAvx2(const float* x, float inv, const W* w, float* out, int64_t n) {
+  const __m256 iv = _mm256_set1_ps(inv);
+  for (int64_t i = 0; i + 8 <= n; i += 8) {
+    const __m256 t = maybeRound8<B>(_mm256_mul_ps(_mm256_loadu_ps(x + i), iv));
+    _mm256_storeu_ps(out + i, maybeRound8<B>(_mm256_mul_ps(simd::load8(w + i), t)));
+  }
+}
+
+template <bool B>
+CROSSLAB_AVX2_TARGET void ropeRoundAvx2(float* v, const float* cs, const float* sn, int64_t half) {
+  const __m256 sign = _mm256_castsi256_ps(_mm256_set1_epi32(int32_t(0x80000000u)));
+  for (int64_t i = 0; i + 8 <= half; i += 8) {
+    const __m256 a = _mm256_loadu_ps(v + i), b = _mm256_loadu_ps(v + half + i);
+    const __m256 c = _mm256_loadu_ps(cs + i), s = _mm256_loadu_ps(sn + i);
+    const __m256 nb = _mm256_xor_ps(b, sign);  // -b: the sign bit flipped, as the scalar negate
+    const __m256 lo = maybeRound8<B>(_mm256_add_ps(maybeRound8<B>(_mm256_mul_ps(a, c)), maybeRound8<B>(_mm256_mul_ps(nb, s))));
+    const __m256 hi = maybeRound8<B>(_mm256_add_ps(maybeRound8<B>(_mm256_mul_ps(b, c)), maybeRound8<B>(_mm256_mul_ps(a, s))));
+    _mm256_storeu_ps(v + i, lo);
+    _mm256_storeu_ps(v + half + i, hi);
+  }
+}
+
+CROSSLAB_AVX2_TARGET void toBf16BitsAvx2(const float* v, uint16_t* out, int64_t n) {
+  for (int64_t i = 0; i + 8 <= n; i += 8) {
+    const __m256i bits = _mm256_srli_epi32(_mm256_castps_si256(roundBf16x8(_mm256_loadu_ps(v + i))), 16);
+    const __m128i packed = _mm_packus_epi32(_mm256_castsi256_si128(bits), _mm256_extracti128_si256(bits, 1));  // ≤ 0xFFFF: exact
+    _mm_storeu_si128(reinterpret_cast<__m128i*>(out + i), packed);
+  }
+}
+
+// p[j] += x[i]² for i = j, j + 8, … (the scalar loop's partial sums: exact squares in double,
+// one rounding per add), over the whole blocks of eight.
+CROSSLAB_AVX2_TARGET void sumSquaresAvx2(const float* x, int64_t n, double (&p)[8]) {
+  __m256d lo = _mm256_loadu_pd(p), hi = _mm256_loadu_pd(p + 4);
+  for (int64_t i = 0; i + 8 <= n; i += 8) {
+    const __m256 v = _mm256_loadu_ps(x + i);
+    const __m256d a = _mm256_cvtps_pd(_mm256_castps256_ps128(v)), b = _mm256_cvtps_pd(_mm256_extractf128_ps(v, 1));
+    lo = _mm256_add_pd(lo, _mm256_mul_pd(a, a));
+    hi = _mm256_add_pd(hi, _mm256_mul_pd(b, b));
+  }
+  _mm256_storeu_pd(p, lo);
+  _mm256_storeu_pd(p + 4, hi);
+}
+
 }  // namespace
 
 namespace {
@@ -203,42 +361,113 @@ float maybeRoundScalar(float x, bool bf16) { return bf16 ? roundBf16Scalar(x) : 
 float weightValue(float w) { return w; }
 float weightValue(uint16_t w) { return simd::bf16ToFloat(w); }
 
+// Which loops run: the AVX-512 kernels, the AVX2 loops or the portable loop; tests may ask for a
+// slower one (detail::useElementwisePath).
+enum class Path { Avx512, Avx2, Portable };
+Path bestPath() {
+  static const Path best = f32KernelsAvailable() ? Path::Avx512 : avx2Available() ? Path::Avx2 : Path::Portable;
+  return best;
+}
+Path forced = Path::Avx512;  // the fastest this CPU has
+Path path() { return std::max(bestPath(), forced); }
+
+// Where the portable loop takes over after the AVX2 loops: past their whole blocks of eight.
+int64_t avx2Done(int64_t n) { return n / 8 * 8; }
+
 template <class W>
 void normRoundAny(const float* x, float inv, const W* w, float* out, int64_t n, bool bf16) {
-  if (f32KernelsAvailable()) return bf16 ? normRoundKernel<true>(x, inv, w, out, n) : normRoundKernel<false>(x, inv, w, out, n);
-  for (int64_t i = 0; i < n; ++i) out[i] = maybeRoundScalar(weightValue(w[i]) * maybeRoundScalar(x[i] * inv, bf16), bf16);
+  int64_t i = 0;
+  switch (path()) {
+    case Path::Avx512: return bf16 ? normRoundKernel<true>(x, inv, w, out, n) : normRoundKernel<false>(x, inv, w, out, n);
+    case Path::Avx2:
+      bf16 ? normRoundAvx2<true>(x, inv, w, out, n) : normRoundAvx2<false>(x, inv, w, out, n);
+      i = avx2Done(n);
+      break;
+    case Path::Portable: break;
+  }
+  for (; i < n; ++i) out[i] = maybeRoundScalar(weightValue(w[i]) * maybeRoundScalar(x[i] * inv, bf16), bf16);
 }
 
 }  // namespace
 
+namespace detail {
+bool useElementwisePath(ElementwisePath p) {
+  const Path want = p == ElementwisePath::Best ? Path::Avx512 : p == ElementwisePath::Avx2 ? Path::Avx2 : Path::Portable;
+  if (p != ElementwisePath::Best && want < bestPath()) return false;  // this CPU cannot
+  forced = want;
+  return true;
+}
+}  // namespace detail
+
 void roundBf16(float* v, int64_t n) {
-  if (f32KernelsAvailable()) return roundBf16Kernel(v, n);
-  for (int64_t i = 0; i < n; ++i) v[i] = roundBf16Scalar(v[i]);
+  int64_t i = 0;
+  switch (path()) {
+    case Path::Avx512: return roundBf16Kernel(v, n);
+    case Path::Avx2:
+      roundBf16Avx2(v, n);
+      i = avx2Done(n);
+      break;
+    case Path::Portable: break;
+  }
+  for (; i < n; ++i) v[i] = roundBf16Scalar(v[i]);
 }
 
 float scaleRoundMax(float* s, int64_t len, float scale, bool bf16) {
-  if (f32KernelsAvailable()) return bf16 ? scaleRoundMaxKernel<true>(s, len, scale) : scaleRoundMaxKernel<false>(s, len, scale);
   float mx = -INFINITY;
-  for (int64_t t = 0; t < len; ++t) mx = std::max(mx, s[t] = maybeRoundScalar(maybeRoundScalar(s[t], bf16) * scale, bf16));
+  int64_t t = 0;
+  switch (path()) {
+    case Path::Avx512: return bf16 ? scaleRoundMaxKernel<true>(s, len, scale) : scaleRoundMaxKernel<false>(s, len, scale);
+    case Path::Avx2:
+      mx = bf16 ? scaleRoundMaxAvx2<true>(s, len, scale) : scaleRoundMaxAvx2<false>(s, len, scale);
+      t = avx2Done(len);
+      break;
+    case Path::Portable: break;
+  }
+  for (; t < len; ++t) mx = std::max(mx, s[t] = maybeRoundScalar(maybeRoundScalar(s[t], bf16) * scale, bf16));
   return mx;
 }
 
 void divideRound(float* s, int64_t len, float d, bool bf16) {
-  if (f32KernelsAvailable()) return bf16 ? divideRoundKernel<true>(s, len, d) : divideRoundKernel<false>(s, len, d);
-  for (int64_t t = 0; t < len; ++t) s[t] = maybeRoundScalar(s[t] / d, bf16);
+  int64_t t = 0;
+  switch (path()) {
+    case Path::Avx512: return bf16 ? divideRoundKernel<true>(s, len, d) : divideRoundKernel<false>(s, len, d);
+    case Path::Avx2:
+      bf16 ? divideRoundAvx2<true>(s, len, d) : divideRoundAvx2<false>(s, len, d);
+      t = avx2Done(len);
+      break;
+    case Path::Portable: break;
+  }
+  for (; t < len; ++t) s[t] = maybeRoundScalar(s[t] / d, bf16);
 }
 
 void addRound(float* x, const float* y, int64_t n, bool roundY, bool bf16) {
-  if (f32KernelsAvailable()) {
-    if (!bf16) return addRoundKernel<false, false>(x, y, n);
-    return roundY ? addRoundKernel<true, true>(x, y, n) : addRoundKernel<true, false>(x, y, n);
+  int64_t i = 0;
+  switch (path()) {
+    case Path::Avx512:
+      if (!bf16) return addRoundKernel<false, false>(x, y, n);
+      return roundY ? addRoundKernel<true, true>(x, y, n) : addRoundKernel<true, false>(x, y, n);
+    case Path::Avx2:
+      if (!bf16) addRoundAvx2<false, false>(x, y, n);
+      else if (roundY) addRoundAvx2<true, true>(x, y, n);
+      else addRoundAvx2<true, false>(x, y, n);
+      i = avx2Done(n);
+      break;
+    case Path::Portable: break;
   }
-  for (int64_t i = 0; i < n; ++i) x[i] = maybeRoundScalar(x[i] + (roundY ? maybeRoundScalar(y[i], bf16) : y[i]), bf16);
+  for (; i < n; ++i) x[i] = maybeRoundScalar(x[i] + (roundY ? maybeRoundScalar(y[i], bf16) : y[i]), bf16);
 }
 
 void mulRound(float* g, const float* u, int64_t n, bool bf16) {
-  if (f32KernelsAvailable()) return bf16 ? mulRoundKernel<true>(g, u, n) : mulRoundKernel<false>(g, u, n);
-  for (int64_t i = 0; i < n; ++i) g[i] = maybeRoundScalar(maybeRoundScalar(g[i], bf16) * u[i], bf16);
+  int64_t i = 0;
+  switch (path()) {
+    case Path::Avx512: return bf16 ? mulRoundKernel<true>(g, u, n) : mulRoundKernel<false>(g, u, n);
+    case Path::Avx2:
+      bf16 ? mulRoundAvx2<true>(g, u, n) : mulRoundAvx2<false>(g, u, n);
+      i = avx2Done(n);
+      break;
+    case Path::Portable: break;
+  }
+  for (; i < n; ++i) g[i] = maybeRoundScalar(maybeRoundScalar(g[i], bf16) * u[i], bf16);
 }
 
 void normRound(const float* x, float inv, const float* w, float* out, int64_t n, bool bf16) {
@@ -249,8 +478,16 @@ void normRound(const float* x, float inv, const uint16_t* w, float* out, int64_t
 }
 
 void ropeRound(float* v, const float* cos, const float* sin, int64_t half, bool bf16) {
-  if (f32KernelsAvailable()) return bf16 ? ropeRoundKernel<true>(v, cos, sin, half) : ropeRoundKernel<false>(v, cos, sin, half);
-  for (int64_t i = 0; i < half; ++i) {
+  int64_t i = 0;
+  switch (path()) {
+    case Path::Avx512: return bf16 ? ropeRoundKernel<true>(v, cos, sin, half) : ropeRoundKernel<false>(v, cos, sin, half);
+    case Path::Avx2:
+      bf16 ? ropeRoundAvx2<true>(v, cos, sin, half) : ropeRoundAvx2<false>(v, cos, sin, half);
+      i = avx2Done(half);
+      break;
+    case Path::Portable: break;
+  }
+  for (; i < half; ++i) {
     const float a = v[i], b = v[i + half], cs = cos[i], sn = sin[i];
     v[i] = maybeRoundScalar(maybeRoundScalar(a * cs, bf16) + maybeRoundScalar(-b * sn, bf16), bf16);
     v[i + half] = maybeRoundScalar(maybeRoundScalar(b * cs, bf16) + maybeRoundScalar(a * sn, bf16), bf16);
@@ -258,29 +495,61 @@ void ropeRound(float* v, const float* cos, const float* sin, int64_t half, bool 
 }
 
 void toBf16Bits(const float* v, uint16_t* out, int64_t n) {
-  if (f32KernelsAvailable()) return toBf16BitsKernel(v, out, n);
-  for (int64_t i = 0; i < n; ++i) out[i] = bf16BitsScalar(v[i]);
+  int64_t i = 0;
+  switch (path()) {
+    case Path::Avx512: return toBf16BitsKernel(v, out, n);
+    case Path::Avx2:
+      toBf16BitsAvx2(v, out, n);
+      i = avx2Done(n);
+      break;
+    case Path::Portable: break;
+  }
+  for (; i < n; ++i) out[i] = bf16BitsScalar(v[i]);
 }
 
 double sumSquares(const float* x, int64_t n) {
-  if (f32KernelsAvailable()) return sumSquaresKernel(x, n);
   double p[8] = {};
-  for (int64_t i = 0; i < n; ++i) p[i % 8] += double(x[i]) * double(x[i]);
+  int64_t i = 0;
+  switch (path()) {
+    case Path::Avx512: return sumSquaresKernel(x, n);
+    case Path::Avx2:
+      sumSquaresAvx2(x, n, p);
+      i = avx2Done(n);
+      break;
+    case Path::Portable: break;
+  }
+  for (; i < n; ++i) p[i % 8] += double(x[i]) * double(x[i]);
   double s = 0;
   for (double l : p) s += l;
   return s;
 }
 
 float expShifted(float* s, int64_t len, float shift) {
-  if (f32KernelsAvailable()) return expShiftedKernel(s, len, shift);
   float sum = 0;
-  for (int64_t t = 0; t < len; ++t) sum += (s[t] = std::exp(s[t] - shift));
+  int64_t t = 0;
+  switch (path()) {
+    case Path::Avx512: return expShiftedKernel(s, len, shift);
+    case Path::Avx2:
+      sum = expShiftedAvx2(s, len, shift);
+      t = avx2Done(len);
+      break;
+    case Path::Portable: break;
+  }
+  for (; t < len; ++t) sum += (s[t] = std::exp(s[t] - shift));
   return sum;
 }
 
 void siluInPlace(float* g, int64_t n) {
-  if (f32KernelsAvailable()) return siluKernel(g, n);
-  for (int64_t i = 0; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i]));
+  int64_t i = 0;
+  switch (path()) {
+    case Path::Avx512: return siluKernel(g, n);
+    case Path::Avx2:
+      siluAvx2(g, n);
+      i = avx2Done(n);
+      break;
+    case Path::Portable: break;
+  }
+  for (; i < n; ++i) g[i] = g[i] / (1.0f + std::exp(-g[i]));
 }
 
 }  // namespace crosslab::model

@@ -698,7 +698,34 @@ class TestCpuMatmul : public QObject {
   // for bit, on every kind of float (ties to even, denormals, infinities, NaN payloads), and in
   // fp32 mode compute plain fp32; every length's tail. The same for RMSNorm's scaling, RoPE,
   // the bf16 bits of a row and its sum of squares.
-  void elementwiseStepsRoundAsC10() {
+  void elementwiseStepsRoundAsC10() { onEachElementwisePath([this] { roundsAsC10(); }); }
+  // The same within exp's tolerance; below for each path.
+  void expShiftedIsExp() { onEachElementwisePath([this] { expShiftedMatchesStdExp(); }); }
+  void siluIsSilu() { onEachElementwisePath([this] { siluMatchesStdExp(); }); }
+
+ private:
+  // Runs `check` on each path of the elementwise steps this CPU has: the fastest (AVX-512 where
+  // present), the AVX2 loops and the portable loop, so that each is checked on any CPU with it.
+  template <class F>
+  void onEachElementwisePath(F check) {
+    using crosslab::model::detail::ElementwisePath;
+    using crosslab::model::detail::useElementwisePath;
+    int ran = 0;
+    for (const auto& [path, name] : {std::pair{ElementwisePath::Best, "fastest"}, std::pair{ElementwisePath::Avx2, "avx2"},
+                                     std::pair{ElementwisePath::Portable, "portable"}}) {
+      if (!useElementwisePath(path)) continue;
+      ++ran;
+      check();
+      if (QTest::currentTestFailed()) {
+        qWarning("failed on the %s path", name);
+        break;
+      }
+    }
+    useElementwisePath(ElementwisePath::Best);
+    if (!QTest::currentTestFailed()) QCOMPARE(ran, simd::avx2Available() ? 3 : 2);
+  }
+
+  void roundsAsC10() {
     const auto c10r = [](float x) { return float(c10::BFloat16(x)); };
     const auto same = [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; };
     std::vector<float> special = {0.0f, -0.0f, 1.0f, -1.0f, 1e-45f, -1e-45f, 1e-39f, 1.17549435e-38f, 3.4028235e38f,
@@ -722,7 +749,7 @@ class TestCpuMatmul : public QObject {
       QVERIFY2(bits16[i] == c10::BFloat16(special[i]).x, qPrintable(QString("%1 -> %2").arg(double(special[i])).arg(bits16[i])));
 
     std::normal_distribution<float> normal;
-    for (int64_t n : {1, 5, 16, 17, 37, 100})
+    for (int64_t n : {1, 5, 8, 9, 16, 17, 37, 100})
       for (bool bf16 : {false, true}) {
         const auto r = [&](float x) { return bf16 ? c10r(x) : x; };
         std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
@@ -787,8 +814,8 @@ class TestCpuMatmul : public QObject {
   }
 
   // Within 2 ulp of std::exp over softmax's range (below e^-87 both are ~0), and the returned sum.
-  void expShiftedIsExp() {
-    for (int64_t len : {1, 15, 16, 17, 1000}) {
+  void expShiftedMatchesStdExp() {
+    for (int64_t len : {1, 7, 8, 9, 15, 16, 17, 1000}) {
       std::vector<float> s(static_cast<size_t>(len));
       for (int64_t t = 0; t < len; ++t)  // from 3 - 100 up to the maximum, 3, as softmax subtracts it
         s[size_t(t)] = 3.0f - 100.0f * float(len - 1 - t) / float(std::max<int64_t>(1, len - 1));
@@ -804,7 +831,7 @@ class TestCpuMatmul : public QObject {
     }
   }
 
-  void siluIsSilu() {
+  void siluMatchesStdExp() {
     std::vector<float> g;
     for (float x = -120.0f; x <= 120.0f; x += 0.37f) g.push_back(x);
     const std::vector<float> in = g;
