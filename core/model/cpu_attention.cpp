@@ -353,27 +353,64 @@ CROSSLAB_AVX2_TARGET inline void transpose8(__m256 (&r)[8]) {
   }
 }
 
+// kt[d * 8 + i] = row i's value at d, for eight cached rows and every d (k: the first row).
+template <class T>
+CROSSLAB_AVX2_TARGET void transposeRows8(const T* k, int64_t hd, float* kt) {
+  const int64_t hd8 = hd / 8 * 8;
+  for (int64_t d0 = 0; d0 < hd8; d0 += 8) {
+    __m256 r[8];
+    #pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) r[i] = simd::load8(k + i * hd + d0);
+    transpose8(r);  // r[j]: the eight rows' values at d0 + j
+    #pragma GCC unroll 8
+    for (int j = 0; j < 8; ++j) _mm256_store_ps(kt + (d0 + j) * 8, r[j]);
+  }
+  for (int64_t d = hd8; d < hd; ++d)
+    #pragma GCC unroll 8
+    for (int i = 0; i < 8; ++i) kt[d * 8 + i] = toFloat(k[i * hd + d]);
+}
+
+// One head's scores for B blocks of eight rows, transposed (B × [hd][8]): a lane per row, each
+// summed over d in order; B independent sums so that the adds do not wait on each other.
+template <int B>
+CROSSLAB_AVX2_TARGET inline void scoreBlocks(const float* qh, const float* kt, int64_t hd, float* sh) {
+  __m256 acc[B];
+  #pragma GCC unroll 8
+  for (int b = 0; b < B; ++b) acc[b] = _mm256_setzero_ps();
+  for (int64_t d = 0; d < hd; ++d) {
+    const __m256 qd = _mm256_set1_ps(qh[d]);
+    #pragma GCC unroll 8
+    for (int b = 0; b < B; ++b) acc[b] = _mm256_add_ps(acc[b], _mm256_mul_ps(qd, _mm256_load_ps(kt + (b * hd + d) * 8)));
+  }
+  #pragma GCC unroll 8
+  for (int b = 0; b < B; ++b) _mm256_storeu_ps(sh + 8 * b, acc[b]);
+}
+
+// Scores: the cached rows transposed eight at a time (up to four blocks, once for all the
+// heads), then each head's scores a lane per row.
 template <class T>
 CROSSLAB_AVX2_TARGET void dotRowsAvx2(const float* q, int64_t heads, const T* k, int64_t len, int64_t hd, float* s,
                                       int64_t ss) {
-  const int64_t len8 = len / 8 * 8, hd8 = hd / 8 * 8;
-  for (int64_t t0 = 0; t0 < len8; t0 += 8)
+  constexpr int kBlocks = 4;
+  const int64_t len8 = len / 8 * 8;
+  struct alignas(32) Lanes { float v[8]; };
+  thread_local std::vector<Lanes> transposed;  // kBlocks × [hd][8] floats
+  if (int64_t(transposed.size()) < kBlocks * hd) transposed.resize(size_t(kBlocks * hd));
+  float* kt = reinterpret_cast<float*>(transposed.data());
+  for (int64_t t0 = 0; t0 < len8; t0 += 8 * kBlocks) {
+    const int blocks = int(std::min<int64_t>(kBlocks, (len8 - t0) / 8));
+    for (int b = 0; b < blocks; ++b) transposeRows8(k + (t0 + 8 * b) * hd, hd, kt + b * hd * 8);
     for (int64_t h = 0; h < heads; ++h) {
       const float* qh = q + h * hd;
-      __m256 acc = _mm256_setzero_ps();
-      for (int64_t d0 = 0; d0 < hd8; d0 += 8) {
-        __m256 r[8];
-        for (int i = 0; i < 8; ++i) r[i] = simd::load8(k + (t0 + i) * hd + d0);
-        transpose8(r);  // r[j]: the eight positions' values at d0 + j
-        for (int j = 0; j < 8; ++j) acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(qh[d0 + j]), r[j]));
+      float* sh = s + h * ss + t0;
+      switch (blocks) {
+        case 4: scoreBlocks<4>(qh, kt, hd, sh); break;
+        case 3: scoreBlocks<3>(qh, kt, hd, sh); break;
+        case 2: scoreBlocks<2>(qh, kt, hd, sh); break;
+        default: scoreBlocks<1>(qh, kt, hd, sh); break;
       }
-      for (int64_t d = hd8; d < hd; ++d) {
-        alignas(32) float col[8];
-        for (int i = 0; i < 8; ++i) col[i] = toFloat(k[(t0 + i) * hd + d]);
-        acc = _mm256_add_ps(acc, _mm256_mul_ps(_mm256_set1_ps(qh[d]), _mm256_load_ps(col)));
-      }
-      _mm256_storeu_ps(s + h * ss + t0, acc);
     }
+  }
   for (int64_t h = 0; h < heads; ++h)
     for (int64_t t = len8; t < len; ++t) {
       float acc = 0;
@@ -382,38 +419,53 @@ CROSSLAB_AVX2_TARGET void dotRowsAvx2(const float* q, int64_t heads, const T* k,
     }
 }
 
-// Weighted values: each output's sum over the positions in order, 32 (then 8) outputs of a head
-// held in registers over all positions.
+// H heads' outputs d0 … d0 + 8W over all positions, in registers: each cached row read once for
+// the H heads, each output summed over t in order.
+template <int H, int W, class T>
+CROSSLAB_AVX2_TARGET inline void weightedSpan(const float* p, int64_t ps, const T* v, int64_t len, int64_t hd, float* out,
+                                              int64_t d0) {
+  __m256 a[H][W];
+  #pragma GCC unroll 8
+  for (int h = 0; h < H; ++h)
+    #pragma GCC unroll 8
+    for (int j = 0; j < W; ++j) a[h][j] = _mm256_loadu_ps(out + h * hd + d0 + 8 * j);
+  for (int64_t t = 0; t < len; ++t) {
+    const T* vt = v + t * hd + d0;
+    __m256 x[W];
+    #pragma GCC unroll 8
+    for (int j = 0; j < W; ++j) x[j] = simd::load8(vt + 8 * j);
+    #pragma GCC unroll 8
+    for (int h = 0; h < H; ++h) {
+      const __m256 w = _mm256_set1_ps(p[h * ps + t]);
+      #pragma GCC unroll 8
+      for (int j = 0; j < W; ++j) a[h][j] = _mm256_add_ps(a[h][j], _mm256_mul_ps(w, x[j]));
+    }
+  }
+  #pragma GCC unroll 8
+  for (int h = 0; h < H; ++h)
+    #pragma GCC unroll 8
+    for (int j = 0; j < W; ++j) _mm256_storeu_ps(out + h * hd + d0 + 8 * j, a[h][j]);
+}
+
+// Weighted values: each output's sum over the positions in order; two heads at a time, 32 (then
+// 8) outputs of each held in registers over all positions.
 template <class T>
 CROSSLAB_AVX2_TARGET void weightedRowsAvx2(const float* p, int64_t heads, int64_t ps, const T* v, int64_t len,
                                            int64_t hd, float* out) {
-  for (int64_t h = 0; h < heads; ++h) {
+  const int64_t hd8 = hd / 8 * 8;
+  for (int64_t h = 0; h < heads;) {
     const float* ph = p + h * ps;
     float* oh = out + h * hd;
+    const bool two = h + 1 < heads;
     int64_t d0 = 0;
-    for (; d0 + 32 <= hd; d0 += 32) {
-      __m256 a0 = _mm256_loadu_ps(oh + d0), a1 = _mm256_loadu_ps(oh + d0 + 8), a2 = _mm256_loadu_ps(oh + d0 + 16),
-             a3 = _mm256_loadu_ps(oh + d0 + 24);
-      for (int64_t t = 0; t < len; ++t) {
-        const __m256 w = _mm256_set1_ps(ph[t]);
-        const T* vt = v + t * hd + d0;
-        a0 = _mm256_add_ps(a0, _mm256_mul_ps(w, simd::load8(vt)));
-        a1 = _mm256_add_ps(a1, _mm256_mul_ps(w, simd::load8(vt + 8)));
-        a2 = _mm256_add_ps(a2, _mm256_mul_ps(w, simd::load8(vt + 16)));
-        a3 = _mm256_add_ps(a3, _mm256_mul_ps(w, simd::load8(vt + 24)));
-      }
-      _mm256_storeu_ps(oh + d0, a0);
-      _mm256_storeu_ps(oh + d0 + 8, a1);
-      _mm256_storeu_ps(oh + d0 + 16, a2);
-      _mm256_storeu_ps(oh + d0 + 24, a3);
-    }
-    for (; d0 + 8 <= hd; d0 += 8) {
-      __m256 a0 = _mm256_loadu_ps(oh + d0);
-      for (int64_t t = 0; t < len; ++t) a0 = _mm256_add_ps(a0, _mm256_mul_ps(_mm256_set1_ps(ph[t]), simd::load8(v + t * hd + d0)));
-      _mm256_storeu_ps(oh + d0, a0);
-    }
-    for (int64_t t = 0; t < len; ++t)
-      for (int64_t d = d0; d < hd; ++d) oh[d] += ph[t] * toFloat(v[t * hd + d]);
+    for (; d0 + 32 <= hd; d0 += 32)
+      two ? weightedSpan<2, 4>(ph, ps, v, len, hd, oh, d0) : weightedSpan<1, 4>(ph, ps, v, len, hd, oh, d0);
+    for (; d0 < hd8; d0 += 8)
+      two ? weightedSpan<2, 1>(ph, ps, v, len, hd, oh, d0) : weightedSpan<1, 1>(ph, ps, v, len, hd, oh, d0);
+    for (int64_t g = h; g < h + (two ? 2 : 1); ++g)
+      for (int64_t t = 0; t < len; ++t)
+        for (int64_t d = hd8; d < hd; ++d) out[g * hd + d] += p[g * ps + t] * toFloat(v[t * hd + d]);
+    h += two ? 2 : 1;
   }
 }
 

@@ -434,7 +434,7 @@ class TestCpuMatmul : public QObject {
     std::normal_distribution<float> normal;
     int checked = 0;
     for (int64_t hd : {5, 8, 13, 32, 40, 64})
-      for (int64_t len : {1, 7, 8, 9, 70})
+      for (int64_t len : {1, 7, 8, 9, 24, 40, 57, 70})  // blocks of eight rows: 0, 1, 3, 4+1, 4+3, 4+4
         for (int64_t heads : {1, 3}) {
           const auto sz = [](int64_t m) { return static_cast<size_t>(m); };
           const int64_t ss = len + 3;
@@ -466,7 +466,7 @@ class TestCpuMatmul : public QObject {
           QVERIFY2(std::memcmp(outb.data(), wantOut.data(), sizeof(float) * out.size()) == 0, qPrintable("values bf16 " + what));
           checked += 4;
         }
-    QCOMPARE(checked, 6 * 5 * 2 * 4);
+    QCOMPARE(checked, 6 * 8 * 2 * 4);
   }
 
   // Grouped-query attention rows: every head near the exact sums, and each head of a group
