@@ -361,15 +361,10 @@ float maybeRoundScalar(float x, bool bf16) { return bf16 ? roundBf16Scalar(x) : 
 float weightValue(float w) { return w; }
 float weightValue(uint16_t w) { return simd::bf16ToFloat(w); }
 
-// Which loops run: the AVX-512 kernels, the AVX2 loops or the portable loop; tests may ask for a
-// slower one (detail::useElementwisePath).
+// Which loops run: the AVX-512 kernels, the AVX2 loops or the portable loop (tests may ask for
+// a slower one: detail::capKernels in cpu_matmul.h).
 enum class Path { Avx512, Avx2, Portable };
-Path bestPath() {
-  static const Path best = f32KernelsAvailable() ? Path::Avx512 : avx2Available() ? Path::Avx2 : Path::Portable;
-  return best;
-}
-Path forced = Path::Avx512;  // the fastest this CPU has
-Path path() { return std::max(bestPath(), forced); }
+Path path() { return f32KernelsAvailable() ? Path::Avx512 : avx2Available() ? Path::Avx2 : Path::Portable; }
 
 // Where the portable loop takes over after the AVX2 loops: past their whole blocks of eight.
 int64_t avx2Done(int64_t n) { return n / 8 * 8; }
@@ -389,15 +384,6 @@ void normRoundAny(const float* x, float inv, const W* w, float* out, int64_t n, 
 }
 
 }  // namespace
-
-namespace detail {
-bool useElementwisePath(ElementwisePath p) {
-  const Path want = p == ElementwisePath::Best ? Path::Avx512 : p == ElementwisePath::Avx2 ? Path::Avx2 : Path::Portable;
-  if (p != ElementwisePath::Best && want < bestPath()) return false;  // this CPU cannot
-  forced = want;
-  return true;
-}
-}  // namespace detail
 
 void roundBf16(float* v, int64_t n) {
   int64_t i = 0;

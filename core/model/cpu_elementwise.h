@@ -2,6 +2,7 @@
 // Elementwise steps of the fused decode step (core/model/llama_decode_cpu.cpp) on fp32 rows,
 // 16 lanes at a time where the CPU has AVX-512F, 8 with AVX2 alone, a scalar loop otherwise: the
 // same results on each (bit for bit, but for exp's last bit in expShifted and siluInPlace).
+// detail::capKernels (cpu_matmul.h) runs the slower loops, for tests.
 
 #include <cstdint>
 
@@ -34,13 +35,5 @@ double sumSquares(const float* x, int64_t n);
 float expShifted(float* s, int64_t len, float shift);
 // g[i] = silu(g[i]) = g / (1 + e^-g), fp32.
 void siluInPlace(float* g, int64_t n);
-
-// For tests: run the AVX2 loops or the portable loop instead of the fastest this CPU has (Best
-// again to undo). False, and nothing changed, where the CPU lacks that path. Not thread safe:
-// only while no decode runs.
-namespace detail {
-enum class ElementwisePath { Best, Avx2, Portable };
-bool useElementwisePath(ElementwisePath p);
-}  // namespace detail
 
 }  // namespace crosslab::model

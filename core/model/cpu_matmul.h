@@ -100,6 +100,12 @@ void expandBf16(const uint16_t* packed, int64_t k, int64_t out, const float* x, 
 // For tests: the loop that runs without the AVX-512 kernels on a CPU with AVX2 (the portable
 // loop's sums bit for bit, eight lanes at a time), and the portable loop itself; x unpacked.
 namespace detail {
+// Runs the slower loops on this CPU: every kernel it has (All), the AVX2 loops where it has
+// AVX-512 (NoAvx512), or the portable loops (Portable), in every kernel file (matrix rows, LoRA
+// expands, attention rows, elementwise steps). For tests of the loops themselves: only while no
+// model is loaded or decoding (a model packs its LoRA weights for the kernels it will use).
+enum class KernelCap { All, NoAvx512, Portable };
+void capKernels(KernelCap cap);
 bool avx2RowsAvailable();
 void matmulRowsAvx2(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy);
 void matmulRowsAvx2(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy);

@@ -25,9 +25,13 @@
 
 namespace crosslab::model::simd {
 
+// For tests (detail::capKernels in cpu_matmul.h): 0 every kernel the CPU has, 1 none of the
+// AVX-512 ones, 2 none at all (the portable loops).
+inline int kernelCap = 0;
+
 inline bool avx2Available() {
   static const bool available = __builtin_cpu_supports("avx2");
-  return available;
+  return available && kernelCap < 2;
 }
 
 // Eight values widened to fp32 (bf16: its bits are the float's top half).

@@ -21,6 +21,7 @@
 #include "core/model/cpu_matmul.h"
 
 using namespace crosslab::model;
+using crosslab::model::detail::KernelCap;
 
 namespace {
 
@@ -389,8 +390,17 @@ class TestCpuMatmul : public QObject {
   // Without AVX512-BF16, the LoRA expands are the sequential sums bit for bit (each output over
   // i in order, a multiply then an add): the AVX2 loops' eight outputs at a time, their tails
   // and the packed layout's blocks change nothing.
+  // Checked on every CPU: with the AVX-512 kernels held back, the AVX2 loops (where the CPU has
+  // AVX2), and the portable loop.
   void expandsWithoutKernelsAreTheSequentialSums() {
-    if (bf16KernelsAvailable()) QSKIP("the AVX-512 kernels run here (the expand tests above check them)");
+    onEachPath({KernelCap::NoAvx512, KernelCap::Portable}, [this] { expandsAreSequentialSums(); });
+  }
+  void attentionRowsWithoutKernelsAreTheSequentialSums() {
+    onEachPath({KernelCap::NoAvx512, KernelCap::Portable}, [this] { attentionRowsAreSequentialSums(); });
+  }
+
+ private:
+  void expandsAreSequentialSums() {
     std::mt19937 rng(31);
     std::normal_distribution<float> normal;
     int checked = 0;
@@ -428,8 +438,7 @@ class TestCpuMatmul : public QObject {
   // Without the AVX-512 kernels, the attention rows are the sequential sums bit for bit (each
   // score over d in order, each output over t in order, a multiply then an add): the AVX2
   // loops' blocks of eight positions and of 8 / 32 outputs, and their tails, change nothing.
-  void attentionRowsWithoutKernelsAreTheSequentialSums() {
-    if (bf16KernelsAvailable()) QSKIP("the AVX-512 kernels run here (attentionRows checks them)");
+  void attentionRowsAreSequentialSums() {
     std::mt19937 rng(29);
     std::normal_distribution<float> normal;
     int checked = 0;
@@ -468,6 +477,8 @@ class TestCpuMatmul : public QObject {
         }
     QCOMPARE(checked, 6 * 8 * 2 * 4);
   }
+
+ private slots:
 
   // Grouped-query attention rows: every head near the exact sums, and each head of a group
   // bit-identical to the same head computed alone (heads = 1), f32 and bf16 cached rows.
@@ -698,31 +709,27 @@ class TestCpuMatmul : public QObject {
   // for bit, on every kind of float (ties to even, denormals, infinities, NaN payloads), and in
   // fp32 mode compute plain fp32; every length's tail. The same for RMSNorm's scaling, RoPE,
   // the bf16 bits of a row and its sum of squares.
-  void elementwiseStepsRoundAsC10() { onEachElementwisePath([this] { roundsAsC10(); }); }
+  void elementwiseStepsRoundAsC10() { onEachPath({KernelCap::All, KernelCap::NoAvx512, KernelCap::Portable}, [this] { roundsAsC10(); }); }
   // The same within exp's tolerance; below for each path.
-  void expShiftedIsExp() { onEachElementwisePath([this] { expShiftedMatchesStdExp(); }); }
-  void siluIsSilu() { onEachElementwisePath([this] { siluMatchesStdExp(); }); }
+  void expShiftedIsExp() { onEachPath({KernelCap::All, KernelCap::NoAvx512, KernelCap::Portable}, [this] { expShiftedMatchesStdExp(); }); }
+  void siluIsSilu() { onEachPath({KernelCap::All, KernelCap::NoAvx512, KernelCap::Portable}, [this] { siluMatchesStdExp(); }); }
 
  private:
-  // Runs `check` on each path of the elementwise steps this CPU has: the fastest (AVX-512 where
-  // present), the AVX2 loops and the portable loop, so that each is checked on any CPU with it.
+  // Runs `check` with the kernels capped at each of `caps` (detail::capKernels): every kernel
+  // this CPU has, the AVX2 loops in place of the AVX-512 ones (where it has AVX2; the portable
+  // loop where not), the portable loops; so that each loop is checked on any CPU that has it.
   template <class F>
-  void onEachElementwisePath(F check) {
-    using crosslab::model::detail::ElementwisePath;
-    using crosslab::model::detail::useElementwisePath;
-    int ran = 0;
-    for (const auto& [path, name] : {std::pair{ElementwisePath::Best, "fastest"}, std::pair{ElementwisePath::Avx2, "avx2"},
-                                     std::pair{ElementwisePath::Portable, "portable"}}) {
-      if (!useElementwisePath(path)) continue;
-      ++ran;
+  void onEachPath(std::initializer_list<KernelCap> caps, F check) {
+    for (KernelCap cap : caps) {
+      crosslab::model::detail::capKernels(cap);
       check();
       if (QTest::currentTestFailed()) {
-        qWarning("failed on the %s path", name);
+        qWarning("failed with the kernels capped at %s",
+                 cap == KernelCap::All ? "none" : cap == KernelCap::NoAvx512 ? "no AVX-512" : "portable");
         break;
       }
     }
-    useElementwisePath(ElementwisePath::Best);
-    if (!QTest::currentTestFailed()) QCOMPARE(ran, simd::avx2Available() ? 3 : 2);
+    crosslab::model::detail::capKernels(KernelCap::All);
   }
 
   void roundsAsC10() {
