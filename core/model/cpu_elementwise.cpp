@@ -18,10 +18,10 @@ using simd::roundBf16x16;
 using simd::sum16;
 
 // e^x, 16 lanes: x = n ln2 + r, |r| <= ln2/2, e^r by Cephes' expf polynomial (about 1 ulp),
-// times 2^n. Below -87.3 the result is ~1e-38 instead of smaller (0 for every use here);
-// above 88.7, +inf as expf.
+// times 2^n. Below -87.3 (-inf too) the result is ~1e-38 instead of smaller (0 for every use
+// here); above 88.7, +inf as expf; NaN for NaN.
 CROSSLAB_F32_TARGET inline __m512 exp16(__m512 x) {
-  x = _mm512_max_ps(x, _mm512_set1_ps(-87.3f));
+  x = _mm512_max_ps(_mm512_set1_ps(-87.3f), x);  // x second: a NaN stays NaN
   const __m512 n = _mm512_roundscale_ps(_mm512_mul_ps(x, _mm512_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT);
   __m512 r = _mm512_fnmadd_ps(n, _mm512_set1_ps(0.693359375f), x);
   r = _mm512_fnmadd_ps(n, _mm512_set1_ps(-2.12194440e-4f), r);
@@ -218,7 +218,7 @@ CROSSLAB_AVX2_TARGET inline __m256 pow2(__m256i e) {
 // split of ln 2 keeps n·C1 exact without FMA). x is held in [-87.3, 88.8]; 2^n is applied in
 // two halves so that n = 128 (x past ln FLT_MAX) overflows to +inf as expf does.
 CROSSLAB_AVX2_TARGET inline __m256 exp8(__m256 x) {
-  x = _mm256_min_ps(_mm256_max_ps(x, _mm256_set1_ps(-87.3f)), _mm256_set1_ps(88.8f));
+  x = _mm256_min_ps(_mm256_set1_ps(88.8f), _mm256_max_ps(_mm256_set1_ps(-87.3f), x));  // x second: a NaN stays NaN
   const __m256 n = _mm256_round_ps(_mm256_mul_ps(x, _mm256_set1_ps(1.44269504088896341f)), _MM_FROUND_TO_NEAREST_INT | _MM_FROUND_NO_EXC);
   __m256 r = _mm256_sub_ps(x, _mm256_mul_ps(n, _mm256_set1_ps(0.693359375f)));
   r = _mm256_sub_ps(r, _mm256_mul_ps(n, _mm256_set1_ps(-2.12194440e-4f)));
@@ -398,7 +398,9 @@ void roundBf16(float* v, int64_t n) {
   for (; i < n; ++i) v[i] = roundBf16Scalar(v[i]);
 }
 
-float scaleRoundMax(float* s, int64_t len, float scale, bool bf16) {
+namespace {
+
+float scaleRoundMaxAny(float* s, int64_t len, float scale, bool bf16) {
   float mx = -INFINITY;
   int64_t t = 0;
   switch (path()) {
@@ -410,6 +412,22 @@ float scaleRoundMax(float* s, int64_t len, float scale, bool bf16) {
     case Path::Portable: break;
   }
   for (; t < len; ++t) mx = std::max(mx, s[t] = maybeRoundScalar(maybeRoundScalar(s[t], bf16) * scale, bf16));
+  return mx;
+}
+
+}  // namespace
+
+// The vector loops keep each lane's first maximum and merge the lanes in lane order: the
+// sequential loop's value, but for a maximum of zero its sign may be another zero's. The
+// sequential loop keeps the first of equal values: the first zero's sign.
+float scaleRoundMax(float* s, int64_t len, float scale, bool bf16) {
+  float mx = scaleRoundMaxAny(s, len, scale, bf16);
+  if (mx == 0.0f && path() != Path::Portable)
+    for (int64_t t = 0; t < len; ++t)
+      if (s[t] == 0.0f) {
+        mx = s[t];
+        break;
+      }
   return mx;
 }
 

@@ -1,7 +1,9 @@
 #pragma once
 // Elementwise steps of the fused decode step (core/model/llama_decode_cpu.cpp) on fp32 rows,
 // 16 lanes at a time where the CPU has AVX-512F, 8 with AVX2 alone, a scalar loop otherwise: the
-// same results on each (bit for bit, but for exp's last bit in expShifted and siluInPlace).
+// same results on each, bit for bit; but exp (expShifted, siluInPlace) is a polynomial within
+// 2 ulp in the vector loops, e^x below -87.3 (and -inf) comes out ~1e-38 there, and
+// expShifted's sum is added in lanes.
 // detail::capKernels (cpu_matmul.h) runs the slower loops, for tests.
 
 #include <cstdint>
@@ -12,7 +14,7 @@ namespace crosslab::model {
 // c10::BFloat16's conversion, bit for bit) where the op-by-op path stores a bf16 tensor;
 // without it, plain fp32.
 //   roundBf16:      v[i] = r(v[i])                                          (bf16 only)
-//   scaleRoundMax:  s[t] = r(r(s[t]) * scale); returns the max (-inf for len 0)
+//   scaleRoundMax:  s[t] = r(r(s[t]) * scale); returns the max (-inf for len 0; the first of equal ones)
 //   divideRound:    s[t] = r(s[t] / d)
 //   addRound:       x[i] = r(x[i] + r(y[i]) if roundY, else x[i] + y[i])
 //   mulRound:       g[i] = r(r(g[i]) * u[i])

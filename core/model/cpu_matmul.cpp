@@ -610,7 +610,9 @@ bool vectorRowsAvailable(bool bf16) {
 
 namespace detail {
 bool avx2RowsAvailable() { return avx2Available(); }
-void capKernels(KernelCap cap) { simd::kernelCap = cap == KernelCap::All ? 0 : cap == KernelCap::NoAvx512 ? 1 : 2; }
+void capKernels(KernelCap cap) {
+  simd::kernelCap.store(cap == KernelCap::All ? 0 : cap == KernelCap::NoAvx512 ? 1 : 2, std::memory_order_relaxed);
+}
 void matmulRowsAvx2(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy) {
   avx2Rows(w, rows, x, y, ldy);
 }
@@ -627,7 +629,7 @@ void matmulRowsPortable(const uint16_t* w, int64_t rows, const MatmulRows<uint16
 
 bool f32KernelsAvailable() {
   static const bool available = __builtin_cpu_supports("avx512f");
-  return available && simd::kernelCap < 1;
+  return available && simd::kernelCap.load(std::memory_order_relaxed) < 1;
 }
 
 int64_t matmulGrain(int64_t k, int64_t n) {
@@ -638,7 +640,7 @@ int64_t matmulGrain(int64_t k, int64_t n) {
 
 bool bf16KernelsAvailable() {
   static const bool available = __builtin_cpu_supports("avx512bf16") && __builtin_cpu_supports("avx512bw");
-  return available && simd::kernelCap < 1;
+  return available && simd::kernelCap.load(std::memory_order_relaxed) < 1;
 }
 
 namespace {

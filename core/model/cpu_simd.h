@@ -13,6 +13,7 @@
 #include <immintrin.h>
 #pragma GCC diagnostic pop
 
+#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -27,11 +28,11 @@ namespace crosslab::model::simd {
 
 // For tests (detail::capKernels in cpu_matmul.h): 0 every kernel the CPU has, 1 none of the
 // AVX-512 ones, 2 none at all (the portable loops).
-inline int kernelCap = 0;
+inline std::atomic<int> kernelCap{0};
 
 inline bool avx2Available() {
   static const bool available = __builtin_cpu_supports("avx2");
-  return available && kernelCap < 2;
+  return available && kernelCap.load(std::memory_order_relaxed) < 2;
 }
 
 // Eight values widened to fp32 (bf16: its bits are the float's top half).

@@ -443,7 +443,7 @@ class TestCpuMatmul : public QObject {
     std::normal_distribution<float> normal;
     int checked = 0;
     for (int64_t hd : {5, 8, 13, 32, 40, 64})
-      for (int64_t len : {1, 7, 8, 9, 24, 40, 57, 70})  // blocks of eight rows: 0, 1, 3, 4+1, 4+3, 4+4
+      for (int64_t len : {1, 7, 8, 9, 16, 24, 40, 57, 70})  // blocks of eight rows: 0, 1, 2, 3, 4+1, 4+3, 4+4
         for (int64_t heads : {1, 3}) {
           const auto sz = [](int64_t m) { return static_cast<size_t>(m); };
           const int64_t ss = len + 3;
@@ -475,7 +475,7 @@ class TestCpuMatmul : public QObject {
           QVERIFY2(std::memcmp(outb.data(), wantOut.data(), sizeof(float) * out.size()) == 0, qPrintable("values bf16 " + what));
           checked += 4;
         }
-    QCOMPARE(checked, 6 * 8 * 2 * 4);
+    QCOMPARE(checked, 6 * 9 * 2 * 4);
   }
 
  private slots:
@@ -722,6 +722,9 @@ class TestCpuMatmul : public QObject {
   void onEachPath(std::initializer_list<KernelCap> caps, F check) {
     for (KernelCap cap : caps) {
       crosslab::model::detail::capKernels(cap);
+      // the loops asked for run: no AVX-512 below All, no AVX2 at Portable
+      QVERIFY(cap == KernelCap::All || (!f32KernelsAvailable() && !bf16KernelsAvailable()));
+      QCOMPARE(detail::avx2RowsAvailable(), cap != KernelCap::Portable && __builtin_cpu_supports("avx2"));
       check();
       if (QTest::currentTestFailed()) {
         qWarning("failed with the kernels capped at %s",
@@ -754,6 +757,17 @@ class TestCpuMatmul : public QObject {
     toBf16Bits(special.data(), bits16.data(), int64_t(special.size()));
     for (size_t i = 0; i < special.size(); ++i)
       QVERIFY2(bits16[i] == c10::BFloat16(special[i]).x, qPrintable(QString("%1 -> %2").arg(double(special[i])).arg(bits16[i])));
+    // a maximum of zero: the first zero's sign, as the sequential loop keeps the first of equal
+    // values (the vector loops' lanes hold -0 and +0 here, a later +0 in the lowest lane)
+    for (bool bf16 : {false, true})
+      for (int first : {1, 9}) {
+        std::vector<float> z(40, -1.0f);
+        z[16] = z[17] = z[32] = 0.0f;  // lane 0 of a later block (of 8 and of 16)
+        if (first == 1) z[8] = 0.0f;
+        z[size_t(first)] = -0.0f;
+        const float mx = scaleRoundMax(z.data(), int64_t(z.size()), 1.0f, bf16);
+        QVERIFY2(mx == 0.0f && std::signbit(mx), qPrintable(QString("first zero at %1").arg(first)));
+      }
 
     std::normal_distribution<float> normal;
     for (int64_t n : {1, 5, 8, 9, 16, 17, 37, 100})
@@ -822,6 +836,14 @@ class TestCpuMatmul : public QObject {
 
   // Within 2 ulp of std::exp over softmax's range (below e^-87 both are ~0), and the returned sum.
   void expShiftedMatchesStdExp() {
+    {  // a NaN score stays NaN (as std::exp), in a vector block and in the tail; the sum too
+      std::vector<float> s(19, -1.0f);
+      s[2] = NAN;
+      QVERIFY(std::isnan(expShifted(s.data(), 19, 0.0f)) && std::isnan(s[2]) && !std::isnan(s[3]));
+      s.assign(19, -1.0f);
+      s[17] = NAN;
+      QVERIFY(std::isnan(expShifted(s.data(), 19, 0.0f)) && std::isnan(s[17]));
+    }
     for (int64_t len : {1, 7, 8, 9, 15, 16, 17, 1000}) {
       std::vector<float> s(static_cast<size_t>(len));
       for (int64_t t = 0; t < len; ++t)  // from 3 - 100 up to the maximum, 3, as softmax subtracts it
@@ -839,6 +861,10 @@ class TestCpuMatmul : public QObject {
   }
 
   void siluMatchesStdExp() {
+    std::vector<float> nan(19, 1.0f);  // NaN in, NaN out, in a vector block and in the tail
+    nan[3] = nan[18] = NAN;
+    siluInPlace(nan.data(), int64_t(nan.size()));
+    QVERIFY(std::isnan(nan[3]) && std::isnan(nan[18]) && !std::isnan(nan[4]));
     std::vector<float> g;
     for (float x = -120.0f; x <= 120.0f; x += 0.37f) g.push_back(x);
     const std::vector<float> in = g;
