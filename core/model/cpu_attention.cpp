@@ -47,8 +47,7 @@ class Ahead {
   int64_t issued_ = 0;
 };
 
-float toFloat(float v) { return v; }
-float toFloat(uint16_t bits) { return simd::bf16ToFloat(bits); }
+using simd::toFloat;
 
 // Grouped-query attention: the R query heads that share a kv head read each cached row from
 // memory once (loaded and, for bf16, widened once, then used R times; bf16 scores for R <= 2

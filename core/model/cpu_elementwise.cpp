@@ -193,15 +193,7 @@ CROSSLAB_F32_TARGET double sumSquaresKernel(const float* x, int64_t n) {
 
 using simd::avx2Available;
 
-// c10::BFloat16's round to nearest even, 8 lanes (roundBf16x16's steps).
-CROSSLAB_AVX2_TARGET inline __m256 roundBf16x8(__m256 x) {
-  const __m256i u = _mm256_castps_si256(x);
-  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
-  const __m256i r = _mm256_and_si256(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))),
-                                     _mm256_set1_epi32(int32_t(0xFFFF0000u)));
-  const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
-  return _mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)), nan);
-}
+using simd::roundBf16x8;
 
 template <bool B>
 CROSSLAB_AVX2_TARGET inline __m256 maybeRound8(__m256 x) {

@@ -67,6 +67,7 @@ void matmulRows(const float* w, int64_t rows, const MatmulRows<float>& x, float*
 void matmulRows(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy,
                 bool roundOut = false);
 
+// The LoRA expands (defined in cpu_expand.cpp).
 // How the LoRA expands below leave a sum s in Y: stored (y = s), added (y = y + s, an fp32
 // model's LoRA term), or added as a bf16 model adds it (y = r(y + r(s)), r rounding to bf16:
 // addRound(y, s, …, true, true) in cpu_elementwise.h) — the sums never pass through memory.

@@ -74,6 +74,20 @@ inline float bf16ToFloat(uint16_t bits) {
   return f;
 }
 
+// A W or X value as fp32, whichever type the loop reads.
+inline float toFloat(float v) { return v; }
+inline float toFloat(uint16_t bits) { return bf16ToFloat(bits); }
+
+// roundBf16x16's steps on 8 lanes (the AVX2 loops).
+CROSSLAB_AVX2_TARGET inline __m256 roundBf16x8(__m256 x) {
+  const __m256i u = _mm256_castps_si256(x);
+  const __m256i lsb = _mm256_and_si256(_mm256_srli_epi32(u, 16), _mm256_set1_epi32(1));
+  const __m256i r = _mm256_and_si256(_mm256_add_epi32(u, _mm256_add_epi32(lsb, _mm256_set1_epi32(0x7FFF))),
+                                     _mm256_set1_epi32(int32_t(0xFFFF0000u)));
+  const __m256 nan = _mm256_cmp_ps(x, x, _CMP_UNORD_Q);
+  return _mm256_blendv_ps(_mm256_castsi256_ps(r), _mm256_castsi256_ps(_mm256_set1_epi32(0x7FC00000)), nan);
+}
+
 // The horizontal sums of four vectors, [Σa, Σb, Σc, Σd], in 14 instructions. Each
 // sum halves its vector in turn (lane l + lane l+8, then +4, +2, +1), as sum16x16 below does,
 // so a row's sum has the same bits whichever of the two reduces it.

@@ -1,11 +1,8 @@
 // The decode kernels of core/model/cpu_matmul.h against double-precision sums: every kernel
 // (n = 1, tiles for 2..15 rows, packed 16..64 and a second chunk), row and k tails (odd k
-// too), fp32 and bf16; the attention rows and the softmax exponential.
-// First: the kernels' header silences GCC 12's false -Wuninitialized inside immintrin.h, which
-// only works where it is the one that includes immintrin.h (Qt's headers may include it too).
-#include "core/model/cpu_simd.h"
-
-#include <QtTest>
+// too), fp32 and bf16; the LoRA expands; the kernels' horizontal sums and greedy argmax.
+// (Attention rows: test_cpu_attention; elementwise steps: test_cpu_elementwise.)
+#include "tests/model/cpu_kernel_testing.h"  // first: see there
 
 #include <c10/util/BFloat16.h>
 
@@ -16,27 +13,13 @@
 #include <random>
 
 #include "core/infer/sampler.h"
-#include "core/model/cpu_attention.h"
 #include "core/model/cpu_elementwise.h"
 #include "core/model/cpu_matmul.h"
 
 using namespace crosslab::model;
-using crosslab::model::detail::KernelCap;
+using namespace crosslab::model::testing;
 
 namespace {
-
-uint16_t toBf16(float f) {  // round to nearest even
-  uint32_t u;
-  std::memcpy(&u, &f, 4);
-  u += 0x7FFF + ((u >> 16) & 1);
-  return uint16_t(u >> 16);
-}
-float fromBf16(uint16_t b) {
-  const uint32_t u = uint32_t(b) << 16;
-  float f;
-  std::memcpy(&f, &u, 4);
-  return f;
-}
 
 template <class T>
 double worstRelative(int64_t rows, int64_t k, int64_t n, unsigned seed) {
@@ -395,9 +378,6 @@ class TestCpuMatmul : public QObject {
   void expandsWithoutKernelsAreTheSequentialSums() {
     onEachPath({KernelCap::NoAvx512, KernelCap::Portable}, [this] { expandsAreSequentialSums(); });
   }
-  void attentionRowsWithoutKernelsAreTheSequentialSums() {
-    onEachPath({KernelCap::NoAvx512, KernelCap::Portable}, [this] { attentionRowsAreSequentialSums(); });
-  }
 
  private:
   void expandsAreSequentialSums() {
@@ -435,208 +415,7 @@ class TestCpuMatmul : public QObject {
     QCOMPARE(checked, 6 * 7 * 2 * 3);
   }
 
-  // Without the AVX-512 kernels, the attention rows are the sequential sums bit for bit (each
-  // score over d in order, each output over t in order, a multiply then an add): the AVX2
-  // loops' blocks of eight positions and of 8 / 32 outputs, and their tails, change nothing.
-  void attentionRowsAreSequentialSums() {
-    std::mt19937 rng(29);
-    std::normal_distribution<float> normal;
-    int checked = 0;
-    for (int64_t hd : {5, 8, 13, 32, 40, 64})
-      for (int64_t len : {1, 7, 8, 9, 16, 24, 40, 57, 70})  // blocks of eight rows: 0, 1, 2, 3, 4+1, 4+3, 4+4
-        for (int64_t heads : {1, 3}) {
-          const auto sz = [](int64_t m) { return static_cast<size_t>(m); };
-          const int64_t ss = len + 3;
-          std::vector<float> q(sz(heads * hd)), k(sz(len * hd)), p(sz(heads * ss)), base(sz(heads * hd));
-          std::vector<uint16_t> kb(k.size());
-          for (auto& v : q) v = normal(rng);
-          for (size_t i = 0; i < k.size(); ++i) k[i] = fromBf16(kb[i] = toBf16(normal(rng)));
-          for (auto& v : p) v = normal(rng);
-          for (auto& v : base) v = normal(rng);
-          std::vector<float> s(sz(heads * ss), -1.0f), sb(s.size(), -1.0f), want(s.size(), -1.0f);
-          for (int64_t h = 0; h < heads; ++h)
-            for (int64_t t = 0; t < len; ++t) {
-              float acc = 0;
-              for (int64_t d = 0; d < hd; ++d) acc += q[sz(h * hd + d)] * k[sz(t * hd + d)];
-              want[sz(h * ss + t)] = acc;
-            }
-          dotRows(q.data(), heads, k.data(), len, hd, s.data(), ss);
-          dotRows(q.data(), heads, kb.data(), len, hd, sb.data(), ss);
-          const QString what = QString("hd %1 len %2 heads %3").arg(hd).arg(len).arg(heads);
-          QVERIFY2(std::memcmp(s.data(), want.data(), sizeof(float) * s.size()) == 0, qPrintable("scores f32 " + what));
-          QVERIFY2(std::memcmp(sb.data(), want.data(), sizeof(float) * s.size()) == 0, qPrintable("scores bf16 " + what));
-          std::vector<float> out = base, outb = base, wantOut = base;
-          for (int64_t h = 0; h < heads; ++h)
-            for (int64_t t = 0; t < len; ++t)
-              for (int64_t d = 0; d < hd; ++d) wantOut[sz(h * hd + d)] += p[sz(h * ss + t)] * k[sz(t * hd + d)];
-          weightedRows(p.data(), heads, ss, k.data(), len, hd, out.data());
-          weightedRows(p.data(), heads, ss, kb.data(), len, hd, outb.data());
-          QVERIFY2(std::memcmp(out.data(), wantOut.data(), sizeof(float) * out.size()) == 0, qPrintable("values f32 " + what));
-          QVERIFY2(std::memcmp(outb.data(), wantOut.data(), sizeof(float) * out.size()) == 0, qPrintable("values bf16 " + what));
-          checked += 4;
-        }
-    QCOMPARE(checked, 6 * 9 * 2 * 4);
-  }
-
  private slots:
-
-  // Grouped-query attention rows: every head near the exact sums, and each head of a group
-  // bit-identical to the same head computed alone (heads = 1), f32 and bf16 cached rows.
-  void attentionRows() {
-    std::mt19937 rng(3);
-    std::normal_distribution<float> normal;
-    for (int64_t hd : {32, 40, 64, 128})
-      for (int64_t len : {1, 3, 4, 9, 70})
-        for (int64_t heads : {1, 2, 3, 4, 7, 8}) {
-          const auto sz = [](int64_t m) { return static_cast<size_t>(m); };
-          std::vector<float> q(sz(heads * hd)), k(sz(len * hd)), p(sz(heads * len)), s(sz(heads * len)),
-              out(sz(heads * hd)), alone(sz(hd));
-          std::vector<uint16_t> kb(k.size());
-          for (auto& v : q) v = normal(rng);
-          for (size_t i = 0; i < k.size(); ++i) k[i] = fromBf16(kb[i] = toBf16(normal(rng)));
-          for (auto& v : p) v = std::fabs(normal(rng));
-          const QString where = QString("hd %1 len %2 heads %3").arg(hd).arg(len).arg(heads);
-          for (int pass = 0; pass < 2; ++pass) {
-            const auto dot = [&](const float* qh, int64_t nh, float* sh) {
-              pass ? dotRows(qh, nh, kb.data(), len, hd, sh, len) : dotRows(qh, nh, k.data(), len, hd, sh, len);
-            };
-            const auto weighted = [&](const float* ph, int64_t nh, float* oh) {
-              pass ? weightedRows(ph, nh, len, kb.data(), len, hd, oh) : weightedRows(ph, nh, len, k.data(), len, hd, oh);
-            };
-            dot(q.data(), heads, s.data());
-            std::fill(out.begin(), out.end(), 1.0f);
-            weighted(p.data(), heads, out.data());
-            for (int64_t h = 0; h < heads; ++h) {
-              for (int64_t t = 0; t < len; ++t) {
-                double exact = 0;
-                for (int64_t d = 0; d < hd; ++d) exact += double(q[sz(h * hd + d)]) * k[sz(t * hd + d)];
-                QVERIFY2(std::fabs(s[sz(h * len + t)] - exact) < 1e-4, qPrintable(where));
-              }
-              for (int64_t d = 0; d < hd; ++d) {
-                double exact = 1.0;
-                for (int64_t t = 0; t < len; ++t) exact += double(p[sz(h * len + t)]) * k[sz(t * hd + d)];
-                QVERIFY2(std::fabs(out[sz(h * hd + d)] - exact) < 1e-4, qPrintable(where));
-              }
-              std::vector<float> sAlone(sz(len));
-              dot(q.data() + h * hd, 1, sAlone.data());
-              QVERIFY2(std::memcmp(sAlone.data(), s.data() + h * len, sz(len) * sizeof(float)) == 0, qPrintable(where));
-              std::fill(alone.begin(), alone.end(), 1.0f);
-              weighted(p.data() + h * len, 1, alone.data());
-              QVERIFY2(std::memcmp(alone.data(), out.data() + h * hd, sz(hd) * sizeof(float)) == 0, qPrintable(where));
-            }
-          }
-        }
-  }
-
-  // Attention rows with bf16 queries and probabilities (the bf16 model's q after RoPE's
-  // rounding, p after the softmax's) over bf16 keys and values: near the exact sums of the same
-  // bf16 values, for every head size's tail (hd not a multiple of 32, odd lengths), and each
-  // head of a group bit-identical to the same head computed alone.
-  void attentionRowsBf16QueriesAndWeights() {
-    qInfo("bf16 pairs through %s", bf16KernelsAvailable() ? "AVX512-BF16's VDPBF16PS" : "the loops without AVX512-BF16");
-    std::mt19937 rng(5);
-    std::normal_distribution<float> normal;
-    for (int64_t hd : {32, 40, 64, 128})
-      for (int64_t len : {1, 3, 4, 9, 70})
-        for (int64_t heads : {1, 2, 3, 4, 7, 8}) {
-          const auto sz = [](int64_t m) { return static_cast<size_t>(m); };
-          std::vector<uint16_t> qb(sz(heads * hd)), kb(sz(len * hd)), pb(sz(heads * len));
-          std::vector<float> q(qb.size()), p(pb.size()), s(sz(heads * len)), out(sz(heads * hd), 1.0f);
-          for (size_t i = 0; i < qb.size(); ++i) q[i] = fromBf16(qb[i] = toBf16(normal(rng)));
-          for (size_t i = 0; i < pb.size(); ++i) p[i] = fromBf16(pb[i] = toBf16(std::fabs(normal(rng))));
-          for (auto& v : kb) v = toBf16(normal(rng));
-          const QString where = QString("hd %1 len %2 heads %3").arg(hd).arg(len).arg(heads);
-          dotRows(qb.data(), heads, kb.data(), len, hd, s.data(), len);
-          weightedRows(pb.data(), heads, len, kb.data(), len, hd, out.data());
-          for (int64_t h = 0; h < heads; ++h) {
-            for (int64_t t = 0; t < len; ++t) {
-              double exact = 0;
-              for (int64_t d = 0; d < hd; ++d) exact += double(q[sz(h * hd + d)]) * fromBf16(kb[sz(t * hd + d)]);
-              QVERIFY2(std::fabs(s[sz(h * len + t)] - exact) < 1e-4, qPrintable(where));
-            }
-            for (int64_t d = 0; d < hd; ++d) {
-              double exact = 1.0;
-              for (int64_t t = 0; t < len; ++t) exact += double(p[sz(h * len + t)]) * fromBf16(kb[sz(t * hd + d)]);
-              QVERIFY2(std::fabs(out[sz(h * hd + d)] - exact) < 1e-4, qPrintable(where));
-            }
-            std::vector<float> sAlone(sz(len)), oAlone(sz(hd), 1.0f);
-            dotRows(qb.data() + h * hd, 1, kb.data(), len, hd, sAlone.data(), len);
-            QVERIFY2(std::memcmp(sAlone.data(), s.data() + h * len, sz(len) * sizeof(float)) == 0, qPrintable(where));
-            weightedRows(pb.data() + h * len, 1, len, kb.data(), len, hd, oAlone.data());
-            QVERIFY2(std::memcmp(oAlone.data(), out.data() + h * hd, sz(hd) * sizeof(float)) == 0, qPrintable(where));
-          }
-        }
-  }
-
-  // Reading ahead (cpu_attention.h: the vector kernels prefetching the range their caller reads
-  // next) issues each line of the range once, as many of its bytes as the kernel has read of its
-  // own rows (a pass over the rows per group of heads), and changes no bit of any result: for
-  // ranges shorter and longer than that, unaligned, and empty.
-  void readAheadIssuesItsLinesAndKeepsTheBits() {
-    if (!bf16KernelsAvailable()) QSKIP("no AVX512-BF16: the portable loops do not read ahead");
-    std::mt19937 rng(17);
-    std::normal_distribution<float> normal;
-    std::vector<char> other(40000);
-    const uintptr_t base = (reinterpret_cast<uintptr_t>(other.data()) + 63) & ~uintptr_t(63);
-    const auto lines = [](uintptr_t from, int64_t n) {  // the cache lines [from, from + n) touches
-      return n <= 0 ? 0 : int64_t((from + uintptr_t(n) - 1) / 64 - from / 64 + 1);
-    };
-    for (int64_t hd : {32, 40, 64})
-      for (int64_t len : {1, 5, 16, 37})
-        for (int64_t heads : {1, 2, 3, 4, 6}) {
-          const auto sz = [](int64_t m) { return static_cast<size_t>(m); };
-          std::vector<float> qf(sz(heads * hd)), pf(sz(heads * len)), kf(sz(len * hd));
-          std::vector<uint16_t> qb(qf.size()), pb(pf.size()), kb(kf.size());
-          for (size_t i = 0; i < qf.size(); ++i) qf[i] = fromBf16(qb[i] = toBf16(normal(rng)));
-          for (size_t i = 0; i < pf.size(); ++i) pf[i] = fromBf16(pb[i] = toBf16(std::fabs(normal(rng))));
-          for (size_t i = 0; i < kf.size(); ++i) kf[i] = fromBf16(kb[i] = toBf16(normal(rng)));
-          const int64_t passes = heads / 4 + (heads % 4 >= 2 ? 1 : 0) + heads % 2;  // groups of 4, 2, 1 heads
-          const size_t scores = sz(heads * len), outs = sz(heads * hd);
-          // One kernel call (its cached rows `elem` bytes a value) with and without each range.
-          using Run = std::function<void(float*, ReadAhead)>;
-          const auto check = [&](const char* name, size_t n, int64_t elem, const Run& run) -> QString {
-            std::vector<float> plain(n, 1.0f);
-            run(plain.data(), ReadAhead{});
-            const int64_t paced = passes * len * hd * elem;
-            for (int64_t offset : {0, 3})
-              for (int64_t bytes : {int64_t(0), int64_t(100), paced, paced + 1000}) {
-                const uintptr_t from = base + uintptr_t(offset);
-                std::vector<float> with(n, 1.0f);
-                const int64_t before = readAheadLinesIssued();
-                run(with.data(), ReadAhead{reinterpret_cast<const void*>(from), bytes});
-                const int64_t issued = readAheadLinesIssued() - before, expected = lines(from, std::min(bytes, paced));
-                const QString where = QString("%1 hd %2 len %3 heads %4, range +%5 of %6 bytes")
-                                          .arg(name).arg(hd).arg(len).arg(heads).arg(offset).arg(bytes);
-                if (issued != expected) return where + QString(": %1 lines issued, not %2").arg(issued).arg(expected);
-                if (std::memcmp(plain.data(), with.data(), n * sizeof(float)) != 0) return where + ": other bits";
-              }
-            return {};
-          };
-          const struct {
-            const char* name;
-            size_t n;
-            int64_t elem;
-            Run run;
-          } calls[] = {
-              {"dot f32", scores, 4,
-               [&](float* s, ReadAhead a) { dotRows(qf.data(), heads, kf.data(), len, hd, s, len, a); }},
-              {"dot bf16 keys", scores, 2,
-               [&](float* s, ReadAhead a) { dotRows(qf.data(), heads, kb.data(), len, hd, s, len, a); }},
-              {"dot bf16 pairs", scores, 2,
-               [&](float* s, ReadAhead a) { dotRows(qb.data(), heads, kb.data(), len, hd, s, len, a); }},
-              {"weighted f32", outs, 4,
-               [&](float* o, ReadAhead a) { weightedRows(pf.data(), heads, len, kf.data(), len, hd, o, a); }},
-              {"weighted bf16 values", outs, 2,
-               [&](float* o, ReadAhead a) { weightedRows(pf.data(), heads, len, kb.data(), len, hd, o, a); }},
-              {"weighted bf16 pairs", outs, 2,
-               [&](float* o, ReadAhead a) { weightedRows(pb.data(), heads, len, kb.data(), len, hd, o, a); }},
-          };
-          for (const auto& c : calls) {
-            const QString e = check(c.name, c.n, c.elem, c.run);
-            QVERIFY2(e.isEmpty(), qPrintable(e));
-          }
-        }
-  }
 
   // The kernels' two horizontal sums give the same bits, each vector's lanes halved in turn
   // (l + l+8, then +4, +2, +1): a row reduced with sixteen others or with three has one sum.
@@ -705,175 +484,6 @@ class TestCpuMatmul : public QObject {
     QCOMPARE(crosslab::infer::argmax(twice.data(), 100), int32_t(17));
   }
 
-  // The elementwise steps round as c10::BFloat16 does (the op-by-op path's conversion), bit
-  // for bit, on every kind of float (ties to even, denormals, infinities, NaN payloads), and in
-  // fp32 mode compute plain fp32; every length's tail. The same for RMSNorm's scaling, RoPE,
-  // the bf16 bits of a row and its sum of squares.
-  void elementwiseStepsRoundAsC10() { onEachPath({KernelCap::All, KernelCap::NoAvx512, KernelCap::Portable}, [this] { roundsAsC10(); }); }
-  // The same within exp's tolerance; below for each path.
-  void expShiftedIsExp() { onEachPath({KernelCap::All, KernelCap::NoAvx512, KernelCap::Portable}, [this] { expShiftedMatchesStdExp(); }); }
-  void siluIsSilu() { onEachPath({KernelCap::All, KernelCap::NoAvx512, KernelCap::Portable}, [this] { siluMatchesStdExp(); }); }
-
- private:
-  // Runs `check` with the kernels capped at each of `caps` (detail::capKernels): every kernel
-  // this CPU has, the AVX2 loops in place of the AVX-512 ones (where it has AVX2; the portable
-  // loop where not), the portable loops; so that each loop is checked on any CPU that has it.
-  template <class F>
-  void onEachPath(std::initializer_list<KernelCap> caps, F check) {
-    for (KernelCap cap : caps) {
-      crosslab::model::detail::capKernels(cap);
-      // the loops asked for run: no AVX-512 below All, no AVX2 at Portable
-      QVERIFY(cap == KernelCap::All || (!f32KernelsAvailable() && !bf16KernelsAvailable()));
-      QCOMPARE(detail::avx2RowsAvailable(), cap != KernelCap::Portable && __builtin_cpu_supports("avx2"));
-      check();
-      if (QTest::currentTestFailed()) {
-        qWarning("failed with the kernels capped at %s",
-                 cap == KernelCap::All ? "none" : cap == KernelCap::NoAvx512 ? "no AVX-512" : "portable");
-        break;
-      }
-    }
-    crosslab::model::detail::capKernels(KernelCap::All);
-  }
-
-  void roundsAsC10() {
-    const auto c10r = [](float x) { return float(c10::BFloat16(x)); };
-    const auto same = [](float a, float b) { return std::memcmp(&a, &b, sizeof a) == 0; };
-    std::vector<float> special = {0.0f, -0.0f, 1.0f, -1.0f, 1e-45f, -1e-45f, 1e-39f, 1.17549435e-38f, 3.4028235e38f,
-                                  -3.4028235e38f, INFINITY, -INFINITY, NAN, -NAN};
-    for (uint32_t bits : {0x3F808000u, 0x3F818000u, 0x3F807FFFu, 0x7F7FFFFFu, 0x7F800001u, 0xFFC12345u, 0x007FFFFFu, 0x00008000u})
-      special.push_back([&] { float f; std::memcpy(&f, &bits, 4); return f; }());
-    std::mt19937 rng(7);
-    for (int i = 0; i < 4000; ++i) {
-      const uint32_t bits = uint32_t(rng());
-      float f;
-      std::memcpy(&f, &bits, 4);
-      special.push_back(f);
-    }
-    std::vector<float> v = special;
-    roundBf16(v.data(), int64_t(v.size()));
-    for (size_t i = 0; i < v.size(); ++i)
-      QVERIFY2(same(v[i], c10r(special[i])), qPrintable(QString("%1 -> %2").arg(double(special[i])).arg(double(v[i]))));
-    std::vector<uint16_t> bits16(special.size());
-    toBf16Bits(special.data(), bits16.data(), int64_t(special.size()));
-    for (size_t i = 0; i < special.size(); ++i)
-      QVERIFY2(bits16[i] == c10::BFloat16(special[i]).x, qPrintable(QString("%1 -> %2").arg(double(special[i])).arg(bits16[i])));
-    // a maximum of zero: the first zero's sign, as the sequential loop keeps the first of equal
-    // values (the vector loops' lanes hold -0 and +0 here, a later +0 in the lowest lane)
-    for (bool bf16 : {false, true})
-      for (int first : {1, 9}) {
-        std::vector<float> z(40, -1.0f);
-        z[16] = z[17] = z[32] = 0.0f;  // lane 0 of a later block (of 8 and of 16)
-        if (first == 1) z[8] = 0.0f;
-        z[size_t(first)] = -0.0f;
-        const float mx = scaleRoundMax(z.data(), int64_t(z.size()), 1.0f, bf16);
-        QVERIFY2(mx == 0.0f && std::signbit(mx), qPrintable(QString("first zero at %1").arg(first)));
-      }
-
-    std::normal_distribution<float> normal;
-    for (int64_t n : {1, 5, 8, 9, 16, 17, 37, 100})
-      for (bool bf16 : {false, true}) {
-        const auto r = [&](float x) { return bf16 ? c10r(x) : x; };
-        std::vector<float> a(static_cast<size_t>(n)), b(static_cast<size_t>(n));
-        for (auto& x : a) x = normal(rng) * 3;
-        for (auto& x : b) x = normal(rng) * 3;
-        const QString where = QString("n %1 bf16 %2").arg(n).arg(bf16);
-        std::vector<float> s = a;
-        float mx = -INFINITY;
-        for (int64_t t = 0; t < n; ++t) mx = std::max(mx, r(r(a[size_t(t)]) * 0.125f));
-        QVERIFY2(same(scaleRoundMax(s.data(), n, 0.125f, bf16), mx), qPrintable(where));
-        for (int64_t t = 0; t < n; ++t) QVERIFY2(same(s[size_t(t)], r(r(a[size_t(t)]) * 0.125f)), qPrintable(where));
-        s = a;
-        divideRound(s.data(), n, 3.7f, bf16);
-        for (int64_t t = 0; t < n; ++t) QVERIFY2(same(s[size_t(t)], r(a[size_t(t)] / 3.7f)), qPrintable(where));
-        for (bool roundY : {false, true}) {
-          s = a;
-          addRound(s.data(), b.data(), n, roundY, bf16);
-          for (int64_t t = 0; t < n; ++t)
-            QVERIFY2(same(s[size_t(t)], r(a[size_t(t)] + (roundY ? r(b[size_t(t)]) : b[size_t(t)]))), qPrintable(where));
-        }
-        s = a;
-        mulRound(s.data(), b.data(), n, bf16);
-        for (int64_t t = 0; t < n; ++t) QVERIFY2(same(s[size_t(t)], r(r(a[size_t(t)]) * b[size_t(t)])), qPrintable(where));
-        // RMSNorm's scaling, weights in fp32 and as bf16 bits (the weight values bf16-exact)
-        std::vector<uint16_t> wb(static_cast<size_t>(n));
-        std::vector<float> wf(static_cast<size_t>(n)), o(static_cast<size_t>(n)), o2(static_cast<size_t>(n));
-        for (int64_t t = 0; t < n; ++t) {
-          wb[size_t(t)] = c10::BFloat16(b[size_t(t)]).x;
-          wf[size_t(t)] = fromBf16(wb[size_t(t)]);
-        }
-        normRound(a.data(), 0.3f, wf.data(), o.data(), n, bf16);
-        normRound(a.data(), 0.3f, wb.data(), o2.data(), n, bf16);
-        for (int64_t t = 0; t < n; ++t) {
-          const float want = r(wf[size_t(t)] * r(a[size_t(t)] * 0.3f));
-          QVERIFY2(same(o[size_t(t)], want) && same(o2[size_t(t)], want), qPrintable(where));
-        }
-        // RoPE over n pairs: v = [a, b] (halves of n), cos = the first half of b, sin = a's;
-        // signed zeros and a NaN among v's values (-(+0) is -0, as the scalar code negates)
-        std::vector<float> rv(a);
-        rv.insert(rv.end(), b.begin(), b.end());
-        rv[0] = -0.0f;         // x
-        rv[size_t(n)] = 0.0f;  // y: x cos + (-y) sin = -0 + -0 = -0 (with 0 - y: -0 + +0 = +0)
-        if (n > 2) rv[size_t(n + 1)] = NAN;
-        const std::vector<float> before = rv;
-        std::vector<float> cosv(b), sinv(a);
-        cosv[0] = std::fabs(cosv[0]);
-        sinv[0] = std::fabs(sinv[0]);
-        ropeRound(rv.data(), cosv.data(), sinv.data(), n, bf16);
-        for (int64_t t = 0; t < n; ++t) {
-          const float x = before[size_t(t)], y = before[size_t(n + t)], cs = cosv[size_t(t)], sn = sinv[size_t(t)];
-          QVERIFY2(same(rv[size_t(t)], r(r(x * cs) + r(-y * sn))), qPrintable(where));
-          QVERIFY2(same(rv[size_t(n + t)], r(r(y * cs) + r(x * sn))), qPrintable(where));
-        }
-        // Σ x² in double: lane j sums x[j], x[j+8], … in order, then the lanes in order
-        double lanes[8] = {};
-        for (int64_t t = 0; t < n; ++t) lanes[t % 8] += double(a[size_t(t)]) * double(a[size_t(t)]);
-        double sq = 0;
-        for (double l : lanes) sq += l;
-        const double got = sumSquares(a.data(), n);
-        QVERIFY2(std::memcmp(&got, &sq, sizeof sq) == 0, qPrintable(where));  // bit for bit, not fuzzy
-      }
-  }
-
-  // Within 2 ulp of std::exp over softmax's range (below e^-87 both are ~0), and the returned sum.
-  void expShiftedMatchesStdExp() {
-    {  // a NaN score stays NaN (as std::exp), in a vector block and in the tail; the sum too
-      std::vector<float> s(19, -1.0f);
-      s[2] = NAN;
-      QVERIFY(std::isnan(expShifted(s.data(), 19, 0.0f)) && std::isnan(s[2]) && !std::isnan(s[3]));
-      s.assign(19, -1.0f);
-      s[17] = NAN;
-      QVERIFY(std::isnan(expShifted(s.data(), 19, 0.0f)) && std::isnan(s[17]));
-    }
-    for (int64_t len : {1, 7, 8, 9, 15, 16, 17, 1000}) {
-      std::vector<float> s(static_cast<size_t>(len));
-      for (int64_t t = 0; t < len; ++t)  // from 3 - 100 up to the maximum, 3, as softmax subtracts it
-        s[size_t(t)] = 3.0f - 100.0f * float(len - 1 - t) / float(std::max<int64_t>(1, len - 1));
-      const std::vector<float> in = s;
-      const float sum = expShifted(s.data(), len, 3.0f);
-      double want = 0;
-      for (int64_t t = 0; t < len; ++t) {
-        const float e = std::exp(in[size_t(t)] - 3.0f);
-        want += e;
-        QVERIFY2(std::fabs(s[size_t(t)] - e) <= 2.5e-7f * e + 1e-37f, qPrintable(QString("%1 vs %2").arg(s[size_t(t)]).arg(e)));
-      }
-      QVERIFY2(std::fabs(sum - want) <= 1e-5 * want, qPrintable(QString("len %1: %2 vs %3").arg(len).arg(sum).arg(want)));  // fp32 sums
-    }
-  }
-
-  void siluMatchesStdExp() {
-    std::vector<float> nan(19, 1.0f);  // NaN in, NaN out, in a vector block and in the tail
-    nan[3] = nan[18] = NAN;
-    siluInPlace(nan.data(), int64_t(nan.size()));
-    QVERIFY(std::isnan(nan[3]) && std::isnan(nan[18]) && !std::isnan(nan[4]));
-    std::vector<float> g;
-    for (float x = -120.0f; x <= 120.0f; x += 0.37f) g.push_back(x);
-    const std::vector<float> in = g;
-    siluInPlace(g.data(), int64_t(g.size()));
-    for (size_t i = 0; i < g.size(); ++i) {
-      const float want = in[i] / (1.0f + std::exp(-in[i]));
-      QVERIFY2(std::fabs(g[i] - want) <= 5e-7f * std::fabs(want) + 1e-37f, qPrintable(QString("%1: %2 vs %3").arg(in[i]).arg(g[i]).arg(want)));
-    }
-  }
 };
 
 QTEST_GUILESS_MAIN(TestCpuMatmul)
