@@ -118,7 +118,9 @@ model::KvCache& BatchScheduler::Impl::rows(int64_t start, int64_t count) {
     for (size_t l = 0; l < cache.keys.size(); ++l) {
       v.keys.push_back(cache.keys[l].narrow(0, start, count));
       v.values.push_back(cache.values[l].narrow(0, start, count));
+      if (!cache.keyBlocks.empty()) v.keyBlocks.push_back(cache.keyBlocks[l].narrow(0, start, count));
     }
+    if (cache.blocked.defined()) v.blocked = cache.blocked.narrow(0, start, count);
   }
   v.lengths.assign(cache.lengths.begin() + start, cache.lengths.begin() + start + count);
   return v;
@@ -130,7 +132,7 @@ void BatchScheduler::Impl::copyRow(int64_t from, int64_t to) {
     cache.keys[l][to].narrow(1, 0, len).copy_(cache.keys[l][from].narrow(1, 0, len));
     cache.values[l][to].narrow(1, 0, len).copy_(cache.values[l][from].narrow(1, 0, len));
   }
-  cache.lengths[size_t(to)] = len;
+  cache.replaceRow(size_t(to), len);
 }
 
 // Removes seqs[i] (KV row firstRow + i) keeping the rows dense: the last one moves into the hole.
@@ -228,7 +230,7 @@ bool BatchScheduler::Impl::accept(Sequence& s, int32_t id) {
 void BatchScheduler::Impl::admit() {
   while (!waiting.empty() && int(staged.size()) < opt.prefillBatch &&
          int(running.size() + staged.size()) < opt.maxBatch) {
-    cache.lengths[size_t(opt.maxBatch) + staged.size()] = 0;
+    cache.replaceRow(size_t(opt.maxBatch) + staged.size(), 0);
     staged.push_back(std::move(waiting.front()));
     waiting.pop_front();
   }
@@ -303,7 +305,7 @@ void BatchScheduler::Impl::prefillStep() {
     for (size_t b : done) last[b] = h[int64_t(b)].narrow(0, int64_t(take[b]) - 1, 1);
   }
   for (size_t b = 0; b < B; ++b) {
-    cache.lengths[size_t(stage) + b] = view.lengths[b] - int64_t(T) + int64_t(take[b]);
+    cache.setLength(size_t(stage) + b, view.lengths[b] - int64_t(T) + int64_t(take[b]));  // padding cut off
     staged[b]->prefilled += take[b];
   }
   if (!done.empty()) {  // the finished prompts' last positions through the LM head together

@@ -369,17 +369,18 @@ CROSSLAB_AVX2_TARGET void transposeRows8(const T* k, int64_t hd, float* kt) {
     for (int i = 0; i < 8; ++i) kt[d * 8 + i] = toFloat(k[i * hd + d]);
 }
 
-// One head's scores for B blocks of eight rows, transposed (B × [hd][8]): a lane per row, each
-// summed over d in order; B independent sums so that the adds do not wait on each other.
-template <int B>
-CROSSLAB_AVX2_TARGET inline void scoreBlocks(const float* qh, const float* kt, int64_t hd, float* sh) {
+// One head's scores for B blocks of eight rows, transposed (B × [hd][8]; bf16 widened): a lane
+// per row, each summed over d in order; B independent sums so that the adds do not wait on each
+// other.
+template <int B, class T>
+CROSSLAB_AVX2_TARGET inline void scoreBlocks(const float* qh, const T* kt, int64_t hd, float* sh) {
   __m256 acc[B];
   #pragma GCC unroll 8
   for (int b = 0; b < B; ++b) acc[b] = _mm256_setzero_ps();
   for (int64_t d = 0; d < hd; ++d) {
     const __m256 qd = _mm256_set1_ps(qh[d]);
     #pragma GCC unroll 8
-    for (int b = 0; b < B; ++b) acc[b] = _mm256_add_ps(acc[b], _mm256_mul_ps(qd, _mm256_load_ps(kt + (b * hd + d) * 8)));
+    for (int b = 0; b < B; ++b) acc[b] = _mm256_add_ps(acc[b], _mm256_mul_ps(qd, simd::load8(kt + (b * hd + d) * 8)));
   }
   #pragma GCC unroll 8
   for (int b = 0; b < B; ++b) _mm256_storeu_ps(sh + 8 * b, acc[b]);
@@ -468,6 +469,43 @@ CROSSLAB_AVX2_TARGET void weightedRowsAvx2(const float* p, int64_t heads, int64_
   }
 }
 
+// Scores from keys kept in blocks (cpu_attention.h): no transpose; four blocks at a time (read
+// once for all the heads), a last partial block's lanes past len computed and dropped.
+template <class T>
+CROSSLAB_AVX2_TARGET void dotKeyBlocksAvx2(const float* q, int64_t heads, const T* kb, int64_t len, int64_t hd,
+                                           float* s, int64_t ss) {
+  constexpr int kBlocks = 4;
+  const int64_t blocks = (len + 7) / 8;
+  for (int64_t b0 = 0; b0 < blocks; b0 += kBlocks) {
+    const int n = int(std::min<int64_t>(kBlocks, blocks - b0));
+    const T* kt = kb + b0 * hd * 8;
+    const int64_t t0 = 8 * b0, valid = std::min<int64_t>(8 * n, len - t0);
+    for (int64_t h = 0; h < heads; ++h) {
+      const float* qh = q + h * hd;
+      alignas(32) float part[8 * kBlocks];
+      float* sh = valid == 8 * n ? s + h * ss + t0 : part;
+      switch (n) {
+        case 4: scoreBlocks<4>(qh, kt, hd, sh); break;
+        case 3: scoreBlocks<3>(qh, kt, hd, sh); break;
+        case 2: scoreBlocks<2>(qh, kt, hd, sh); break;
+        default: scoreBlocks<1>(qh, kt, hd, sh); break;
+      }
+      if (sh == part) std::copy(part, part + valid, s + h * ss + t0);
+    }
+  }
+}
+
+template <class T>
+void dotKeyBlocksPortable(const float* q, int64_t heads, const T* kb, int64_t len, int64_t hd, float* s, int64_t ss) {
+  for (int64_t h = 0; h < heads; ++h)
+    for (int64_t t = 0; t < len; ++t) {
+      const T* kt = kb + (t / 8) * hd * 8 + t % 8;
+      float acc = 0;
+      for (int64_t d = 0; d < hd; ++d) acc += q[h * hd + d] * toFloat(kt[d * 8]);
+      s[h * ss + t] = acc;
+    }
+}
+
 template <class T>
 void dotRowsNoKernels(const float* q, int64_t heads, const T* k, int64_t len, int64_t hd, float* s, int64_t ss) {
   simd::avx2Available() ? dotRowsAvx2(q, heads, k, len, hd, s, ss) : dotRowsPortable(q, heads, k, len, hd, s, ss);
@@ -481,6 +519,36 @@ void weightedRowsNoKernels(const float* p, int64_t heads, int64_t ps, const T* v
 }  // namespace
 
 int64_t readAheadLinesIssued() { return tReadAheadLines; }
+
+bool keyBlocksHelp() { return !bf16KernelsAvailable() && simd::avx2Available(); }
+
+namespace {
+template <class T>
+void copyBlocks(const T* k, int64_t from, int64_t to, int64_t hd, T* kb) {
+  for (int64_t t = from; t < to; ++t) {
+    T* lane = kb + (t / 8) * hd * 8 + t % 8;
+    for (int64_t d = 0; d < hd; ++d) lane[d * 8] = k[t * hd + d];
+  }
+}
+template <class T>
+void dotBlocks(const float* q, int64_t heads, const T* kb, int64_t len, int64_t hd, float* s, int64_t ss) {
+  simd::avx2Available() ? dotKeyBlocksAvx2(q, heads, kb, len, hd, s, ss)
+                        : dotKeyBlocksPortable(q, heads, kb, len, hd, s, ss);
+}
+}  // namespace
+
+void copyToKeyBlocks(const float* k, int64_t from, int64_t to, int64_t hd, float* kb) {
+  copyBlocks(k, from, to, hd, kb);
+}
+void copyToKeyBlocks(const uint16_t* k, int64_t from, int64_t to, int64_t hd, uint16_t* kb) {
+  copyBlocks(k, from, to, hd, kb);
+}
+void dotKeyBlocks(const float* q, int64_t heads, const float* kb, int64_t len, int64_t hd, float* s, int64_t ss) {
+  dotBlocks(q, heads, kb, len, hd, s, ss);
+}
+void dotKeyBlocks(const float* q, int64_t heads, const uint16_t* kb, int64_t len, int64_t hd, float* s, int64_t ss) {
+  dotBlocks(q, heads, kb, len, hd, s, ss);
+}
 
 // The fp32 rows need only AVX-512F, but share the bf16 kernels' target: one check.
 void dotRows(const float* q, int64_t heads, const float* k, int64_t len, int64_t hd, float* s, int64_t ss,

@@ -51,6 +51,22 @@ void weightedRows(const float* p, int64_t heads, int64_t ps, const uint16_t* v, 
 void weightedRows(const uint16_t* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out,
                   ReadAhead next = {});
 
+// Keys in blocks of eight positions, each block transposed: position t's value at d is
+// kb[(t / 8) * hd * 8 + d * 8 + t % 8]. The AVX2 score loops want eight positions' values at one
+// d in one vector; from row-major keys they transpose them at every call, about three quarters
+// of the scores' time. The fused step keeps such a copy of the cached keys beside the cache
+// where those loops run (keyBlocksHelp: AVX2 and no AVX-512 kernels; KvCache::keyBlocks),
+// copying each key in as it is written.
+bool keyBlocksHelp();
+// Positions from … to-1 of row-major keys k ([*, hd]) into the blocks kb.
+void copyToKeyBlocks(const float* k, int64_t from, int64_t to, int64_t hd, float* kb);
+void copyToKeyBlocks(const uint16_t* k, int64_t from, int64_t to, int64_t hd, uint16_t* kb);
+// dotRows' scores (fp32 queries) from positions 0 … len-1 of blocked keys: the same bits as
+// dotRows without the AVX-512 kernels (each score summed over d in order, a multiply and an add
+// at a time). A last partial block's lanes past len are read (any values) and not stored.
+void dotKeyBlocks(const float* q, int64_t heads, const float* kb, int64_t len, int64_t hd, float* s, int64_t ss);
+void dotKeyBlocks(const float* q, int64_t heads, const uint16_t* kb, int64_t len, int64_t hd, float* s, int64_t ss);
+
 // Lines of ReadAhead ranges the kernels have prefetched on this thread so far (for tests).
 int64_t readAheadLinesIssued();
 

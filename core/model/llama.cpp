@@ -11,6 +11,7 @@
 #include <stdexcept>
 
 #include "core/model/adapter_config.h"
+#include "core/model/cpu_attention.h"
 #include "core/model/cpu_matmul.h"
 #include "core/model/checkpoint_files.h"
 #include "core/model/mapped_file.h"
@@ -139,6 +140,34 @@ bool KvCache::uniform() const {
 
 void KvCache::reset() {
   for (auto& l : lengths) l = 0;
+  if (blocked.defined()) blocked.zero_();
+}
+
+void KvCache::setLength(size_t row, int64_t len) {
+  lengths[row] = len;
+  if (blocked.defined()) {
+    int64_t& copied = blocked.data_ptr<int64_t>()[row];
+    copied = std::min(copied, len);
+  }
+}
+
+void KvCache::replaceRow(size_t row, int64_t len) {
+  lengths[row] = len;
+  if (blocked.defined()) blocked.data_ptr<int64_t>()[row] = 0;
+}
+
+bool KvCache::hasKeyBlocks() const {
+  if (keyBlocks.size() != keys.size() || keys.empty() || !blocked.defined()) return false;
+  const int64_t B = int64_t(lengths.size());
+  if (blocked.numel() != B || !blocked.is_contiguous() || blocked.scalar_type() != at::kLong) return false;
+  for (size_t l = 0; l < keys.size(); ++l) {
+    const at::Tensor& k = keys[l];
+    const at::Tensor& kb = keyBlocks[l];
+    if (kb.dim() != 5 || !kb.is_contiguous() || kb.scalar_type() != k.scalar_type() || kb.size(0) != B ||
+        kb.size(1) != k.size(1) || kb.size(2) != (capacity + 7) / 8 || kb.size(3) != k.size(3) || kb.size(4) != 8)
+      return false;
+  }
+  return true;
 }
 
 std::vector<float> ropeInverseFrequencies(const ModelConfig& c) {
@@ -213,6 +242,13 @@ KvCache LlamaModel::makeCache(int64_t batch, int64_t capacity) const {
   for (int64_t i = 0; i < config_.numLayers; ++i) {
     cache.keys.push_back(at::zeros({batch, config_.numKvHeads, capacity, config_.headDim}, opts));
     cache.values.push_back(at::zeros({batch, config_.numKvHeads, capacity, config_.headDim}, opts));
+  }
+  // Where the fused step's scores read keys in blocks (cpu_attention.h): the keys held twice,
+  // half as much memory again, for no transpose of them at every step.
+  if (device_.is_cpu() && (dtype_ == at::kFloat || dtype_ == at::kBFloat16) && keyBlocksHelp()) {
+    for (int64_t i = 0; i < config_.numLayers; ++i)
+      cache.keyBlocks.push_back(at::zeros({batch, config_.numKvHeads, (capacity + 7) / 8, config_.headDim, 8}, opts));
+    cache.blocked = at::zeros({batch}, at::TensorOptions().dtype(at::kLong));
   }
   return cache;
 }

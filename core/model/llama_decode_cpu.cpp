@@ -313,10 +313,11 @@ void ropeTables(const int64_t* positions, int64_t n, const float* invFreq, int64
 // values in fp32, rounded. kg/vg: [capacity, hd]. With readAhead the kernels prefetch what comes
 // next: the values while they score the keys, `nextKeys` (the next pair's keys, if any) while
 // they weigh the values.
+// kb: the pair's keys in blocks (cpu_attention.h), positions 0..len-1 copied; nullptr: none.
 template <class M>
-void attendGroup(const float* q, int64_t heads, const typename M::Storage* kg, const typename M::Storage* vg,
-                 int64_t len, int64_t hd, float scale, std::vector<float>& scores, float* out, bool readAhead,
-                 ReadAhead nextKeys) {
+void attendGroup(const float* q, int64_t heads, const typename M::Storage* kg, const typename M::Storage* kb,
+                 const typename M::Storage* vg, int64_t len, int64_t hd, float scale, std::vector<float>& scores,
+                 float* out, bool readAhead, ReadAhead nextKeys) {
   using Bits = typename M::Bits;
   const ReadAhead values = readAhead ? ReadAhead{vg, len * hd * int64_t(sizeof(typename M::Storage))} : ReadAhead{};
   scores.resize(size_t(heads * len));
@@ -328,6 +329,8 @@ void attendGroup(const float* q, int64_t heads, const typename M::Storage* kg, c
     qb.resize(size_t(heads * hd));
     toBf16Bits(q, qb.data(), heads * hd);
     dotRows(qb.data(), heads, reinterpret_cast<const uint16_t*>(kg), len, hd, scores.data(), len, values);
+  } else if (kb) {
+    dotKeyBlocks(q, heads, reinterpret_cast<const Bits*>(kb), len, hd, scores.data(), len);
   } else {
     dotRows(q, heads, reinterpret_cast<const Bits*>(kg), len, hd, scores.data(), len, values);
   }
@@ -388,6 +391,11 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
   const int64_t n = r1 - r0, H = c.hiddenSize, nh = c.numHeads, nkv = c.numKvHeads, hd = c.headDim;
   const int64_t half = hd / 2, rep = nh / nkv, cap = cache.capacity;
   const int64_t* lengths = cache.lengths.data() + r0;
+  // The keys in blocks where the scores read them so (keyBlocksHelp; the check can change in
+  // tests): each row's positions from blocked[b] to the new one copied in at each layer, then
+  // blocked[b] moved past the new one. Unused, the copy stays valid up to blocked[b].
+  const bool blocks = keyBlocksHelp() && cache.hasKeyBlocks();
+  int64_t* blocked = blocks ? cache.blocked.data_ptr<int64_t>() + r0 : nullptr;
   int64_t maxLen = 0;
   for (int64_t b = 0; b < n; ++b) maxLen = std::max(maxLen, lengths[b] + 1);
   PhaseClock clock(times);
@@ -446,6 +454,8 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
     // Cache layout [B, nkv, capacity, hd]: batch row r0+b's keys/values of kv head g at [r0+b, g].
     S* kc = cache.keys[l].data_ptr<S>() + r0 * nkv * cap * hd;
     S* vc = cache.values[l].data_ptr<S>() + r0 * nkv * cap * hd;
+    const int64_t blockStride = (cap + 7) / 8 * 8 * hd;  // one (row, kv head) pair's blocks
+    S* kbc = blocks ? cache.keyBlocks[l].data_ptr<S>() + r0 * nkv * blockStride : nullptr;
     for (int64_t b = 0; b < n; ++b) {
       // v*cos + rotate_half(v)*sin over each head, each product and the sum rounded
       for (int64_t j = 0; j < nh; ++j) ropeRound(q.row(b) + j * hd, cosv.row(b), sinv.row(b), half, M::kBf16);
@@ -456,6 +466,11 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
           kc[((b * nkv + g) * cap + pos) * hd + d] = M::store(k.row(b)[g * hd + d]);
           vc[((b * nkv + g) * cap + pos) * hd + d] = M::store(v.row(b)[g * hd + d]);
         }
+      if (blocks)
+        for (int64_t g = 0; g < nkv; ++g)
+          copyToKeyBlocks(reinterpret_cast<const typename M::Bits*>(kc + (b * nkv + g) * cap * hd),
+                          std::min(blocked[b], pos), pos + 1, hd,
+                          reinterpret_cast<typename M::Bits*>(kbc + (b * nkv + g) * blockStride));
     }
     // Every (row, kv head) pair on its own, with the rep query heads that read that kv head
     // (heads g*rep … g*rep+rep-1, adjacent in q and o). Split over threads only when a chunk
@@ -471,8 +486,8 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
         ReadAhead nextKeys;  // the next pair's keys, which the next iteration reads first
         if (readAhead && bg + 1 < end)
           nextKeys = {kc + off + size_t(cap * hd), (lengths[(bg + 1) / nkv] + 1) * hd * int64_t(sizeof(S))};
-        attendGroup<M>(q.row(b) + g * rep * hd, rep, kc + off, vc + off, lengths[b] + 1, hd, scale, scores,
-                       o.row(b) + g * rep * hd, readAhead, nextKeys);
+        attendGroup<M>(q.row(b) + g * rep * hd, rep, kc + off, blocks ? kbc + bg * blockStride : nullptr, vc + off,
+                       lengths[b] + 1, hd, scale, scores, o.row(b) + g * rep * hd, readAhead, nextKeys);
       }
     });
     clock.charge(&DecodeTimes::attention);
@@ -492,6 +507,8 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
     addRound(x.v.data(), down.v.data(), int64_t(x.v.size()), false, M::kBf16);
   }
 
+  if (blocks)
+    for (int64_t b = 0; b < n; ++b) blocked[b] = lengths[b] + 1;
   rmsNorm<M>(x, weights_.finalNorm, c.rmsNormEps, h);
   clock.charge(&DecodeTimes::other);
   if (logits) {  // these rows' logits as logits() computes them: X Wᵀ in fp32, rounded once to the dtype

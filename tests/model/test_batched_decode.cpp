@@ -357,6 +357,61 @@ class TestBatchedDecode : public QObject {
     QCOMPARE(cache.lengths, (std::vector<int64_t>{1, 4, 0}));
     QVERIFY(at::equal(before, cache.keys[0]));
   }
+
+  // Where the scores run the AVX2 loops (held to them here on any CPU with AVX2), the cache keeps
+  // its keys in blocks too (KvCache::keyBlocks) and the fused step scores from there: the same
+  // logits, bit for bit, as the step that transposes the cached keys at every call, also after
+  // a row is cut back (setLength) and after a row is replaced by a new prompt (replaceRow), where
+  // blocks left from the old sequence would change the scores.
+  void keyBlocksGiveTheSameSteps_data() {
+    QTest::addColumn<QString>("dtype");
+    QTest::addRow("f32") << "f32";
+    QTest::addRow("bf16") << "bf16";
+  }
+  void keyBlocksGiveTheSameSteps() {
+    QFETCH(QString, dtype);
+    if (!__builtin_cpu_supports("avx2")) QSKIP("the key blocks serve the AVX2 score loops");
+    model::detail::capKernels(model::detail::KernelCap::NoAvx512);
+    c10::InferenceMode guard;
+    model::LlamaModel m = model::LlamaModel::load(dir_, dtype == "bf16" ? at::kBFloat16 : at::kFloat, at::kCPU);
+    const int64_t B = 3, vocab = m.config().vocabSize;
+    model::KvCache blocks = m.makeCache(B, 48), plain = m.makeCache(B, 48);
+    QVERIFY(blocks.hasKeyBlocks());
+    plain.keyBlocks.clear();
+    plain.blocked = at::Tensor();
+    std::mt19937 rng(5);
+    const auto token = [&] { return int64_t(rng() % uint32_t(vocab)); };
+    int compared = 0;
+    const auto steps = [&](int count) {
+      for (int s = 0; s < count; ++s) {
+        std::vector<int64_t> ids(static_cast<size_t>(B));
+        for (auto& id : ids) id = token();
+        const at::Tensor input = at::tensor(ids, at::kLong).view({B, 1});
+        QVERIFY(m.fusedDecodeApplies(input, &blocks) && m.fusedDecodeApplies(input, &plain));
+        const at::Tensor a = m.forward(input, &blocks).contiguous(), b = m.forward(input, &plain).contiguous();
+        QVERIFY2(std::memcmp(a.data_ptr<float>(), b.data_ptr<float>(), sizeof(float) * size_t(a.numel())) == 0,
+                 qPrintable(QString("step %1").arg(compared)));
+        ++compared;
+      }
+      for (int64_t r = 0; r < B; ++r) QCOMPARE(blocks.blocked[r].item<int64_t>(), blocks.lengths[size_t(r)]);
+    };
+    steps(11);  // from empty rows past a block of eight
+    // Row 1 cut back to 4 positions; row 2 replaced by a 9-token prompt (op by op).
+    std::vector<int64_t> prompt(9);
+    for (auto& id : prompt) id = token();
+    for (model::KvCache* c : {&blocks, &plain}) {
+      c->setLength(1, 4);
+      c->replaceRow(2, 0);
+      model::KvCache view = rowView(*c, 2);
+      m.hidden(at::tensor(prompt, at::kLong).unsqueeze(0), &view);
+      c->setLength(2, view.lengths[0]);
+    }
+    QCOMPARE(blocks.blocked[1].item<int64_t>(), int64_t(4));
+    QCOMPARE(blocks.blocked[2].item<int64_t>(), int64_t(0));
+    steps(13);
+    QCOMPARE(compared, 24);
+    model::detail::capKernels(model::detail::KernelCap::All);
+  }
 };
 
 QTEST_GUILESS_MAIN(TestBatchedDecode)

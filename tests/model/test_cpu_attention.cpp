@@ -1,6 +1,7 @@
 // The attention rows of the fused decode step (core/model/cpu_attention.h): near the exact sums,
 // each head of a group bit-identical to the head alone, f32 and bf16; without the AVX-512
-// kernels the sequential sums bit for bit; reading ahead changes no bit.
+// kernels the sequential sums bit for bit, from row-major keys or keys kept in blocks; reading
+// ahead changes no bit.
 #include "tests/model/cpu_kernel_testing.h"  // first: see there
 
 #include <algorithm>
@@ -213,6 +214,26 @@ class TestCpuAttention : public QObject {
           const QString what = QString("hd %1 len %2 heads %3").arg(hd).arg(len).arg(heads);
           QVERIFY2(std::memcmp(s.data(), want.data(), sizeof(float) * s.size()) == 0, qPrintable("scores f32 " + what));
           QVERIFY2(std::memcmp(sb.data(), want.data(), sizeof(float) * s.size()) == 0, qPrintable("scores bf16 " + what));
+          // The same scores from keys kept in blocks, copied in two appends as the fused step
+          // copies them; the last block's lanes past len hold NaN, which reaches no score.
+          const int64_t blocks = (len + 7) / 8;
+          std::vector<float> blocked(sz(blocks * hd * 8), NAN);
+          std::vector<uint16_t> blockedb(blocked.size(), 0x7FC0);
+          copyToKeyBlocks(k.data(), 0, len / 2, hd, blocked.data());
+          copyToKeyBlocks(k.data(), len / 2, len, hd, blocked.data());
+          copyToKeyBlocks(kb.data(), 0, len / 2, hd, blockedb.data());
+          copyToKeyBlocks(kb.data(), len / 2, len, hd, blockedb.data());
+          for (int64_t t = 0; t < len; ++t)
+            for (int64_t d = 0; d < hd; ++d) {
+              const size_t at = sz((t / 8) * hd * 8 + d * 8 + t % 8);
+              QVERIFY(std::memcmp(&blocked[at], &k[sz(t * hd + d)], 4) == 0 && blockedb[at] == kb[sz(t * hd + d)]);
+            }
+          std::fill(s.begin(), s.end(), -1.0f);
+          std::fill(sb.begin(), sb.end(), -1.0f);
+          dotKeyBlocks(q.data(), heads, blocked.data(), len, hd, s.data(), ss);
+          dotKeyBlocks(q.data(), heads, blockedb.data(), len, hd, sb.data(), ss);
+          QVERIFY2(std::memcmp(s.data(), want.data(), sizeof(float) * s.size()) == 0, qPrintable("blocked f32 " + what));
+          QVERIFY2(std::memcmp(sb.data(), want.data(), sizeof(float) * s.size()) == 0, qPrintable("blocked bf16 " + what));
           std::vector<float> out = base, outb = base, wantOut = base;
           for (int64_t h = 0; h < heads; ++h)
             for (int64_t t = 0; t < len; ++t)
@@ -221,9 +242,9 @@ class TestCpuAttention : public QObject {
           weightedRows(p.data(), heads, ss, kb.data(), len, hd, outb.data());
           QVERIFY2(std::memcmp(out.data(), wantOut.data(), sizeof(float) * out.size()) == 0, qPrintable("values f32 " + what));
           QVERIFY2(std::memcmp(outb.data(), wantOut.data(), sizeof(float) * out.size()) == 0, qPrintable("values bf16 " + what));
-          checked += 4;
+          checked += 6;
         }
-    QCOMPARE(checked, 6 * 9 * 2 * 4);
+    QCOMPARE(checked, 6 * 9 * 2 * 6);
   }
 };
 
