@@ -21,7 +21,9 @@
 // --read-ahead off: none, as builds before 2026-12-03 (tenth session) timed dot_us and
 // weighted_us. The hashes are the same either way (CAP > LEN fills more random values, so its
 // hashes differ from CAP = LEN's). 512:260:32:2:2048 is the demo model's four layers and two
-// kv heads at 64 streams, mid-run, in the cache's layout.
+// kv heads at 64 streams, mid-run, in the cache's layout. Where the engine keeps the keys in
+// blocks (cpu_attention.h, keyBlocksHelp: AVX2 without AVX-512), step_blocks_us times its step
+// from those (fp32 queries) and blocks_s_hash equals s_hash.
 //
 // --round: a bf16 model's products are rounded to bf16: `after` times the product followed by
 // a roundBf16 pass over Y (what the engine did until 2026-12-03), `on-store` the product with
@@ -79,6 +81,14 @@ void randomValues(std::mt19937& rng, std::normal_distribution<float>& normal, st
   for (float& e : values) e = positive ? std::fabs(normal(rng)) : normal(rng);
   if constexpr (std::is_same_v<T, float>) v = std::move(values);
   else toBf16Bits(values.data(), v.data(), int64_t(values.size()));
+}
+
+float toF32(float v) { return v; }
+float toF32(uint16_t bits) {
+  const uint32_t u = uint32_t(bits) << 16;
+  float f;
+  std::memcpy(&f, &u, 4);
+  return f;
 }
 
 template <class T>
@@ -162,6 +172,25 @@ nlohmann::json measureAttention(const AttnShape& a, int repeats, bool readAhead)
       weightedRows(p.data(), a.heads, a.len, at(v, r), a.len, a.hd, o.data() + r * a.heads * a.hd, ahead(k, r + 1));
     }
   };
+  // Where the engine keeps the keys in blocks (cpu_attention.h, keyBlocksHelp: AVX2 without the
+  // AVX-512 kernels), its step scores from those: step_blocks_us, with fp32 queries as there.
+  const bool blocks = keyBlocksHelp();
+  const int64_t blockStride = (a.cap + 7) / 8 * 8 * a.hd;
+  std::vector<T> kb(blocks ? size_t(a.rows * blockStride) : 0);
+  std::vector<float> qf(q.size()), sb(s.size());
+  for (size_t i = 0; i < q.size(); ++i) qf[i] = toF32(q[i]);
+  if (blocks)
+    for (int64_t r = 0; r < a.rows; ++r) copyToKeyBlocks(at(k, r), 0, a.len, a.hd, kb.data() + r * blockStride);
+  const auto stepBlocks = [&] {
+    std::fill(o.begin(), o.end(), 0.0f);
+    for (int64_t r = 0; r < a.rows; ++r) {
+      dotKeyBlocks(qf.data() + r * a.heads * a.hd, a.heads, kb.data() + r * blockStride, a.len, a.hd,
+                   sb.data() + r * a.heads * a.len, a.len, ahead(v, r));
+      const ReadAhead nextBlocks =
+          readAhead && r + 1 < a.rows ? ReadAhead{kb.data() + (r + 1) * blockStride, sequenceBytes} : ReadAhead{};
+      weightedRows(p.data(), a.heads, a.len, at(v, r), a.len, a.hd, o.data() + r * a.heads * a.hd, nextBlocks);
+    }
+  };
   const double bytes = double(a.rows * a.len * a.hd) * sizeof(T);  // K (or V) read once per pass
   const int64_t iters = std::clamp<int64_t>(int64_t(2e8 / bytes), 3, 100000);  // ~200 MB per timed run
   const auto best = [&](const auto& pass) {
@@ -175,9 +204,11 @@ nlohmann::json measureAttention(const AttnShape& a, int repeats, bool readAhead)
     return t;
   };
   const double tDot = best(dot), tWeighted = best(weighted), tStep = best(step);
-  std::ostringstream sh, oh;
+  std::ostringstream sh, oh, sbh;
   sh << std::hex << fnv(s);
   oh << std::hex << fnv(o);
+  const double tBlocks = blocks ? best(stepBlocks) : 0;
+  sbh << std::hex << fnv(sb);
   const bool vectorKernels = std::is_same_v<T, float> ? f32KernelsAvailable() : bf16KernelsAvailable();
   return {{"kernel", vectorKernels                                  ? "attention"
           : vectorRowsAvailable(!std::is_same_v<T, float>) ? "attention-avx2"
@@ -196,7 +227,9 @@ nlohmann::json measureAttention(const AttnShape& a, int repeats, bool readAhead)
           {"step_us", tStep * 1e6},
           {"step_gb_s", 2 * bytes / tStep / 1e9},
           {"s_hash", sh.str()},
-          {"o_hash", oh.str()}};
+          {"o_hash", oh.str()},
+          {"step_blocks_us", blocks ? nlohmann::json(tBlocks * 1e6) : nlohmann::json()},
+          {"blocks_s_hash", blocks ? nlohmann::json(sbh.str()) : nlohmann::json()}};
 }
 
 // A whole string as a number in [lo, hi], else a message naming the option.

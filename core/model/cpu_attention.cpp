@@ -423,13 +423,14 @@ CROSSLAB_AVX2_TARGET void dotRowsAvx2(const float* q, int64_t heads, const T* k,
 // the H heads, each output summed over t in order.
 template <int H, int W, class T>
 CROSSLAB_AVX2_TARGET inline void weightedSpan(const float* p, int64_t ps, const T* v, int64_t len, int64_t hd, float* out,
-                                              int64_t d0) {
+                                              int64_t d0, Ahead& ahead) {
   __m256 a[H][W];
   #pragma GCC unroll 8
   for (int h = 0; h < H; ++h)
     #pragma GCC unroll 8
     for (int j = 0; j < W; ++j) a[h][j] = _mm256_loadu_ps(out + h * hd + d0 + 8 * j);
   for (int64_t t = 0; t < len; ++t) {
+    if (t % 16 == 0) ahead.pace(std::min<int64_t>(16, len - t) * 8 * W * int64_t(sizeof(T)));  // what they read here
     const T* vt = v + t * hd + d0;
     __m256 x[W];
     #pragma GCC unroll 8
@@ -451,7 +452,8 @@ CROSSLAB_AVX2_TARGET inline void weightedSpan(const float* p, int64_t ps, const 
 // 8) outputs of each held in registers over all positions.
 template <class T>
 CROSSLAB_AVX2_TARGET void weightedRowsAvx2(const float* p, int64_t heads, int64_t ps, const T* v, int64_t len,
-                                           int64_t hd, float* out) {
+                                           int64_t hd, float* out, ReadAhead next) {
+  Ahead ahead(next);
   const int64_t hd8 = hd / 8 * 8;
   for (int64_t h = 0; h < heads;) {
     const float* ph = p + h * ps;
@@ -459,9 +461,9 @@ CROSSLAB_AVX2_TARGET void weightedRowsAvx2(const float* p, int64_t heads, int64_
     const bool two = h + 1 < heads;
     int64_t d0 = 0;
     for (; d0 + 32 <= hd; d0 += 32)
-      two ? weightedSpan<2, 4>(ph, ps, v, len, hd, oh, d0) : weightedSpan<1, 4>(ph, ps, v, len, hd, oh, d0);
+      two ? weightedSpan<2, 4>(ph, ps, v, len, hd, oh, d0, ahead) : weightedSpan<1, 4>(ph, ps, v, len, hd, oh, d0, ahead);
     for (; d0 < hd8; d0 += 8)
-      two ? weightedSpan<2, 1>(ph, ps, v, len, hd, oh, d0) : weightedSpan<1, 1>(ph, ps, v, len, hd, oh, d0);
+      two ? weightedSpan<2, 1>(ph, ps, v, len, hd, oh, d0, ahead) : weightedSpan<1, 1>(ph, ps, v, len, hd, oh, d0, ahead);
     for (int64_t g = h; g < h + (two ? 2 : 1); ++g)
       for (int64_t t = 0; t < len; ++t)
         for (int64_t d = hd8; d < hd; ++d) out[g * hd + d] += p[g * ps + t] * toFloat(v[t * hd + d]);
@@ -473,13 +475,15 @@ CROSSLAB_AVX2_TARGET void weightedRowsAvx2(const float* p, int64_t heads, int64_
 // once for all the heads), a last partial block's lanes past len computed and dropped.
 template <class T>
 CROSSLAB_AVX2_TARGET void dotKeyBlocksAvx2(const float* q, int64_t heads, const T* kb, int64_t len, int64_t hd,
-                                           float* s, int64_t ss) {
+                                           float* s, int64_t ss, ReadAhead next) {
+  Ahead ahead(next);
   constexpr int kBlocks = 4;
   const int64_t blocks = (len + 7) / 8;
   for (int64_t b0 = 0; b0 < blocks; b0 += kBlocks) {
     const int n = int(std::min<int64_t>(kBlocks, blocks - b0));
     const T* kt = kb + b0 * hd * 8;
     const int64_t t0 = 8 * b0, valid = std::min<int64_t>(8 * n, len - t0);
+    ahead.pace(valid * hd * int64_t(sizeof(T)));
     for (int64_t h = 0; h < heads; ++h) {
       const float* qh = q + h * hd;
       alignas(32) float part[8 * kBlocks];
@@ -511,8 +515,9 @@ void dotRowsNoKernels(const float* q, int64_t heads, const T* k, int64_t len, in
   simd::avx2Available() ? dotRowsAvx2(q, heads, k, len, hd, s, ss) : dotRowsPortable(q, heads, k, len, hd, s, ss);
 }
 template <class T>
-void weightedRowsNoKernels(const float* p, int64_t heads, int64_t ps, const T* v, int64_t len, int64_t hd, float* out) {
-  simd::avx2Available() ? weightedRowsAvx2(p, heads, ps, v, len, hd, out)
+void weightedRowsNoKernels(const float* p, int64_t heads, int64_t ps, const T* v, int64_t len, int64_t hd, float* out,
+                           ReadAhead next) {
+  simd::avx2Available() ? weightedRowsAvx2(p, heads, ps, v, len, hd, out, next)
                         : weightedRowsPortable(p, heads, ps, v, len, hd, out);
 }
 
@@ -531,8 +536,9 @@ void copyBlocks(const T* k, int64_t from, int64_t to, int64_t hd, T* kb) {
   }
 }
 template <class T>
-void dotBlocks(const float* q, int64_t heads, const T* kb, int64_t len, int64_t hd, float* s, int64_t ss) {
-  simd::avx2Available() ? dotKeyBlocksAvx2(q, heads, kb, len, hd, s, ss)
+void dotBlocks(const float* q, int64_t heads, const T* kb, int64_t len, int64_t hd, float* s, int64_t ss,
+               ReadAhead next) {
+  simd::avx2Available() ? dotKeyBlocksAvx2(q, heads, kb, len, hd, s, ss, next)
                         : dotKeyBlocksPortable(q, heads, kb, len, hd, s, ss);
 }
 }  // namespace
@@ -543,11 +549,13 @@ void copyToKeyBlocks(const float* k, int64_t from, int64_t to, int64_t hd, float
 void copyToKeyBlocks(const uint16_t* k, int64_t from, int64_t to, int64_t hd, uint16_t* kb) {
   copyBlocks(k, from, to, hd, kb);
 }
-void dotKeyBlocks(const float* q, int64_t heads, const float* kb, int64_t len, int64_t hd, float* s, int64_t ss) {
-  dotBlocks(q, heads, kb, len, hd, s, ss);
+void dotKeyBlocks(const float* q, int64_t heads, const float* kb, int64_t len, int64_t hd, float* s, int64_t ss,
+                  ReadAhead next) {
+  dotBlocks(q, heads, kb, len, hd, s, ss, next);
 }
-void dotKeyBlocks(const float* q, int64_t heads, const uint16_t* kb, int64_t len, int64_t hd, float* s, int64_t ss) {
-  dotBlocks(q, heads, kb, len, hd, s, ss);
+void dotKeyBlocks(const float* q, int64_t heads, const uint16_t* kb, int64_t len, int64_t hd, float* s, int64_t ss,
+                  ReadAhead next) {
+  dotBlocks(q, heads, kb, len, hd, s, ss, next);
 }
 
 // The fp32 rows need only AVX-512F, but share the bf16 kernels' target: one check.
@@ -573,17 +581,17 @@ void weightedRows(const uint16_t* p, int64_t heads, int64_t ps, const uint16_t* 
   if (bf16KernelsAvailable()) return weightedBf16Kernel(p, heads, ps, v, len, hd, out, next);
   std::vector<float> pf(size_t(heads * ps));  // exact: bf16 widened
   for (size_t i = 0; i < pf.size(); ++i) pf[i] = toFloat(p[i]);
-  weightedRowsNoKernels(pf.data(), heads, ps, v, len, hd, out);
+  weightedRowsNoKernels(pf.data(), heads, ps, v, len, hd, out, next);
 }
 void weightedRows(const float* p, int64_t heads, int64_t ps, const float* v, int64_t len, int64_t hd, float* out,
                   ReadAhead next) {
   bf16KernelsAvailable() ? weightedRowsKernel(p, heads, ps, v, len, hd, out, next)
-                         : weightedRowsNoKernels(p, heads, ps, v, len, hd, out);
+                         : weightedRowsNoKernels(p, heads, ps, v, len, hd, out, next);
 }
 void weightedRows(const float* p, int64_t heads, int64_t ps, const uint16_t* v, int64_t len, int64_t hd, float* out,
                   ReadAhead next) {
   bf16KernelsAvailable() ? weightedRowsKernel(p, heads, ps, v, len, hd, out, next)
-                         : weightedRowsNoKernels(p, heads, ps, v, len, hd, out);
+                         : weightedRowsNoKernels(p, heads, ps, v, len, hd, out, next);
 }
 
 }  // namespace crosslab::model

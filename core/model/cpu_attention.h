@@ -64,8 +64,10 @@ void copyToKeyBlocks(const uint16_t* k, int64_t from, int64_t to, int64_t hd, ui
 // dotRows' scores (fp32 queries) from positions 0 … len-1 of blocked keys: the same bits as
 // dotRows without the AVX-512 kernels (each score summed over d in order, a multiply and an add
 // at a time). A last partial block's lanes past len are read (any values) and not stored.
-void dotKeyBlocks(const float* q, int64_t heads, const float* kb, int64_t len, int64_t hd, float* s, int64_t ss);
-void dotKeyBlocks(const float* q, int64_t heads, const uint16_t* kb, int64_t len, int64_t hd, float* s, int64_t ss);
+void dotKeyBlocks(const float* q, int64_t heads, const float* kb, int64_t len, int64_t hd, float* s, int64_t ss,
+                  ReadAhead next = {});
+void dotKeyBlocks(const float* q, int64_t heads, const uint16_t* kb, int64_t len, int64_t hd, float* s, int64_t ss,
+                  ReadAhead next = {});
 
 // Lines of ReadAhead ranges the kernels have prefetched on this thread so far (for tests).
 int64_t readAheadLinesIssued();

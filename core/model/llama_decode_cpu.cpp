@@ -330,7 +330,7 @@ void attendGroup(const float* q, int64_t heads, const typename M::Storage* kg, c
     toBf16Bits(q, qb.data(), heads * hd);
     dotRows(qb.data(), heads, reinterpret_cast<const uint16_t*>(kg), len, hd, scores.data(), len, values);
   } else if (kb) {
-    dotKeyBlocks(q, heads, reinterpret_cast<const Bits*>(kb), len, hd, scores.data(), len);
+    dotKeyBlocks(q, heads, reinterpret_cast<const Bits*>(kb), len, hd, scores.data(), len, values);
   } else {
     dotRows(q, heads, reinterpret_cast<const Bits*>(kg), len, hd, scores.data(), len, values);
   }
@@ -485,7 +485,8 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
         const size_t off = size_t(bg * cap * hd);  // row b's kv head g: [r0 + b, g] of [B, nkv, cap, hd]
         ReadAhead nextKeys;  // the next pair's keys, which the next iteration reads first
         if (readAhead && bg + 1 < end)
-          nextKeys = {kc + off + size_t(cap * hd), (lengths[(bg + 1) / nkv] + 1) * hd * int64_t(sizeof(S))};
+          nextKeys = {blocks ? kbc + (bg + 1) * blockStride : kc + off + size_t(cap * hd),
+                      (lengths[(bg + 1) / nkv] + 1) * hd * int64_t(sizeof(S))};
         attendGroup<M>(q.row(b) + g * rep * hd, rep, kc + off, blocks ? kbc + bg * blockStride : nullptr, vc + off,
                        lengths[b] + 1, hd, scale, scores, o.row(b) + g * rep * hd, readAhead, nextKeys);
       }

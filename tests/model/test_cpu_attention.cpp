@@ -116,9 +116,21 @@ class TestCpuAttention : public QObject {
   // Reading ahead (cpu_attention.h: the vector kernels prefetching the range their caller reads
   // next) issues each line of the range once, as many of its bytes as the kernel has read of its
   // own rows (a pass over the rows per group of heads), and changes no bit of any result: for
-  // ranges shorter and longer than that, unaligned, and empty.
+  // ranges shorter and longer than that, unaligned, and empty. The AVX-512 kernels (where the CPU
+  // has them), then the AVX2 loops that read ahead (the scores from keys in blocks, the weighted
+  // values: two heads a pass).
   void readAheadIssuesItsLinesAndKeepsTheBits() {
-    if (!bf16KernelsAvailable()) QSKIP("no AVX512-BF16: the portable loops do not read ahead");
+    if (!bf16KernelsAvailable() && !__builtin_cpu_supports("avx2"))
+      QSKIP("neither AVX-512 kernels nor AVX2: the portable loops do not read ahead");
+    if (bf16KernelsAvailable()) readAheadOnPath(false);
+    if (QTest::currentTestFailed() || !__builtin_cpu_supports("avx2")) return;
+    detail::capKernels(KernelCap::NoAvx512);
+    readAheadOnPath(true);
+    detail::capKernels(KernelCap::All);
+  }
+
+ private:
+  void readAheadOnPath(bool avx2) {
     std::mt19937 rng(17);
     std::normal_distribution<float> normal;
     std::vector<char> other(40000);
@@ -135,14 +147,20 @@ class TestCpuAttention : public QObject {
           for (size_t i = 0; i < qf.size(); ++i) qf[i] = fromBf16(qb[i] = toBf16(normal(rng)));
           for (size_t i = 0; i < pf.size(); ++i) pf[i] = fromBf16(pb[i] = toBf16(std::fabs(normal(rng))));
           for (size_t i = 0; i < kf.size(); ++i) kf[i] = fromBf16(kb[i] = toBf16(normal(rng)));
-          const int64_t passes = heads / 4 + (heads % 4 >= 2 ? 1 : 0) + heads % 2;  // groups of 4, 2, 1 heads
+          std::vector<float> blocksf(sz((len + 7) / 8 * 8 * hd));
+          std::vector<uint16_t> blocksb(blocksf.size());
+          copyToKeyBlocks(kf.data(), 0, len, hd, blocksf.data());
+          copyToKeyBlocks(kb.data(), 0, len, hd, blocksb.data());
+          // passes over the rows: AVX-512 groups of 4, 2, 1 heads; AVX2 weighted two heads a pass
+          const int64_t passes = avx2 ? (heads + 1) / 2 : heads / 4 + (heads % 4 >= 2 ? 1 : 0) + heads % 2;
           const size_t scores = sz(heads * len), outs = sz(heads * hd);
-          // One kernel call (its cached rows `elem` bytes a value) with and without each range.
+          // One kernel call (its cached rows `elem` bytes a value, read in `reads` passes) with and
+          // without each range.
           using Run = std::function<void(float*, ReadAhead)>;
-          const auto check = [&](const char* name, size_t n, int64_t elem, const Run& run) -> QString {
+          const auto check = [&](const char* name, size_t n, int64_t elem, int64_t reads, const Run& run) -> QString {
             std::vector<float> plain(n, 1.0f);
             run(plain.data(), ReadAhead{});
-            const int64_t paced = passes * len * hd * elem;
+            const int64_t paced = reads * len * hd * elem;
             for (int64_t offset : {0, 3})
               for (int64_t bytes : {int64_t(0), int64_t(100), paced, paced + 1000}) {
                 const uintptr_t from = base + uintptr_t(offset);
@@ -157,33 +175,42 @@ class TestCpuAttention : public QObject {
               }
             return {};
           };
-          const struct {
+          struct Call {
             const char* name;
             size_t n;
-            int64_t elem;
+            int64_t elem, reads;
             Run run;
-          } calls[] = {
-              {"dot f32", scores, 4,
-               [&](float* s, ReadAhead a) { dotRows(qf.data(), heads, kf.data(), len, hd, s, len, a); }},
-              {"dot bf16 keys", scores, 2,
-               [&](float* s, ReadAhead a) { dotRows(qf.data(), heads, kb.data(), len, hd, s, len, a); }},
-              {"dot bf16 pairs", scores, 2,
-               [&](float* s, ReadAhead a) { dotRows(qb.data(), heads, kb.data(), len, hd, s, len, a); }},
-              {"weighted f32", outs, 4,
+          };
+          const std::vector<Call> weighted = {
+              {"weighted f32", outs, 4, passes,
                [&](float* o, ReadAhead a) { weightedRows(pf.data(), heads, len, kf.data(), len, hd, o, a); }},
-              {"weighted bf16 values", outs, 2,
+              {"weighted bf16 values", outs, 2, passes,
                [&](float* o, ReadAhead a) { weightedRows(pf.data(), heads, len, kb.data(), len, hd, o, a); }},
-              {"weighted bf16 pairs", outs, 2,
+              {"weighted bf16 pairs", outs, 2, passes,
                [&](float* o, ReadAhead a) { weightedRows(pb.data(), heads, len, kb.data(), len, hd, o, a); }},
           };
+          std::vector<Call> calls;
+          if (avx2) {
+            calls = {{"dot f32 key blocks", scores, 4, 1,
+                      [&](float* s, ReadAhead a) { dotKeyBlocks(qf.data(), heads, blocksf.data(), len, hd, s, len, a); }},
+                     {"dot bf16 key blocks", scores, 2, 1,
+                      [&](float* s, ReadAhead a) { dotKeyBlocks(qf.data(), heads, blocksb.data(), len, hd, s, len, a); }}};
+          } else {
+            calls = {{"dot f32", scores, 4, passes,
+                      [&](float* s, ReadAhead a) { dotRows(qf.data(), heads, kf.data(), len, hd, s, len, a); }},
+                     {"dot bf16 keys", scores, 2, passes,
+                      [&](float* s, ReadAhead a) { dotRows(qf.data(), heads, kb.data(), len, hd, s, len, a); }},
+                     {"dot bf16 pairs", scores, 2, passes,
+                      [&](float* s, ReadAhead a) { dotRows(qb.data(), heads, kb.data(), len, hd, s, len, a); }}};
+          }
+          calls.insert(calls.end(), weighted.begin(), weighted.end());
           for (const auto& c : calls) {
-            const QString e = check(c.name, c.n, c.elem, c.run);
-            QVERIFY2(e.isEmpty(), qPrintable(e));
+            const QString e = check(c.name, c.n, c.elem, c.reads, c.run);
+            QVERIFY2(e.isEmpty(), qPrintable((avx2 ? "AVX2: " : "AVX-512: ") + e));
           }
         }
   }
 
- private:
   // Without the AVX-512 kernels, the attention rows are the sequential sums bit for bit (each
   // score over d in order, each output over t in order, a multiply then an add): the AVX2
   // loops' blocks of eight positions and of 8 / 32 outputs, and their tails, change nothing.
