@@ -100,7 +100,7 @@ nlohmann::json measure(const Shape& s, int repeats, const std::string& round) {
   randomValues(rng, normal, x);
   std::vector<float> y(size_t(s.rows * s.n));
   std::vector<T> buffer;
-  const MatmulRows<T> rows(x.data(), s.n, s.k, buffer);
+  MatmulRows<T> rows(x.data(), s.n, s.k, buffer);
   const double flops = 2.0 * double(s.rows) * double(s.k) * double(s.n);
   // ~2 GFLOP per timed run, between 3 and 100 000 calls
   const int64_t iters = std::clamp<int64_t>(int64_t(2e9 / flops), 3, 100000);
@@ -108,12 +108,31 @@ nlohmann::json measure(const Shape& s, int repeats, const std::string& round) {
     matmulRows(w.data(), s.rows, rows, y.data(), s.rows, round == "on-store");
     if (round == "after") roundBf16(y.data(), int64_t(y.size()));
   };
-  product();  // warm: pages touched, caches filled
-  double best = 1e30;
-  for (int r = 0; r < repeats; ++r) {
-    const auto t0 = Clock::now();
-    for (int64_t i = 0; i < iters; ++i) product();
-    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count() / double(iters));
+  const auto timed = [&] {
+    product();  // warm: pages touched, caches filled
+    double best = 1e30;
+    for (int r = 0; r < repeats; ++r) {
+      const auto t0 = Clock::now();
+      for (int64_t i = 0; i < iters; ++i) product();
+      best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count() / double(iters));
+    }
+    return best;
+  };
+  const double best = timed();
+  // bf16: X also given as fp32 (MatmulRows::widened), as the fused step gives its activations:
+  // us_x_f32 and its hash (the same bits)
+  nlohmann::json xf32;
+  if constexpr (!std::is_same_v<T, float>) {
+    std::vector<float> xf(x.size());
+    for (size_t i = 0; i < x.size(); ++i) xf[i] = toF32(x[i]);
+    const std::vector<float> plain = y;
+    rows.widened = xf.data();
+    const double t = timed();
+    std::ostringstream h;
+    h << std::hex << fnv(y);
+    xf32 = {{"us_x_f32", t * 1e6}, {"y_hash_x_f32", h.str()}};
+    rows.widened = nullptr;
+    y = plain;
   }
   const bool vectorKernels = std::is_same_v<T, float> ? f32KernelsAvailable() : bf16KernelsAvailable();
   std::ostringstream hash;
@@ -126,7 +145,8 @@ nlohmann::json measure(const Shape& s, int repeats, const std::string& round) {
           {"round", round},
           {"us", best * 1e6},
           {"gflop_s", flops / best / 1e9},
-          {"y_hash", hash.str()}};
+          {"y_hash", hash.str()},
+          {"x_f32", xf32}};
 }
 
 // The fused step's attention kernels (core/model/cpu_attention.h) for one layer and kv head of

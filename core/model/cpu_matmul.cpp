@@ -461,11 +461,11 @@ CROSSLAB_AVX2_TARGET inline float finishSum(__m256 acc, const T* row, const X* x
 }
 
 // Four W rows against two X rows: eight independent sums, each W load used twice.
-template <class T>
-CROSSLAB_AVX2_TARGET inline void fourByTwo(const T* w0, int64_t k, const T* x0, float* y0, float* y1) {
+template <class T, class X>
+CROSSLAB_AVX2_TARGET inline void fourByTwo(const T* w0, int64_t k, const X* x0, float* y0, float* y1) {
   const int64_t k8 = k / 8 * 8;
   const T *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
-  const T* x1 = x0 + k;
+  const X* x1 = x0 + k;
   __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
   for (int64_t i = 0; i < k8; i += 8) {
     const __m256 u = load8(x0 + i), v = load8(x1 + i);
@@ -489,17 +489,18 @@ CROSSLAB_AVX2_TARGET inline void fourByTwo(const T* w0, int64_t k, const T* x0, 
   y1[3] = finishSum(b3, w3, x1, k8, k);
 }
 
-template <class T>
-CROSSLAB_AVX2_TARGET void avx2Rows(const T* w, int64_t rows, const MatmulRows<T>& x, float* y, int64_t ldy) {
-  const int64_t k = x.k, k8 = k / 8 * 8;
-  const T* xs = x.x;
+// W [rows, k] against X [n, k]: T and X each fp32 or bf16 bits (widened as loaded).
+template <class T, class X>
+CROSSLAB_AVX2_TARGET void avx2RowsOf(const T* w, int64_t rows, const X* xs, int64_t n, int64_t k, float* y,
+                                     int64_t ldy) {
+  const int64_t k8 = k / 8 * 8;
   int64_t r = 0;
   for (; r + 4 <= rows; r += 4) {
     const T *w0 = w + r * k, *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
     int64_t b = 0;
-    for (; b + 2 <= x.n; b += 2) fourByTwo(w0, k, xs + b * k, y + b * ldy + r, y + (b + 1) * ldy + r);
-    for (; b < x.n; ++b) {
-      const T* xb = xs + b * k;
+    for (; b + 2 <= n; b += 2) fourByTwo(w0, k, xs + b * k, y + b * ldy + r, y + (b + 1) * ldy + r);
+    for (; b < n; ++b) {
+      const X* xb = xs + b * k;
       __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
       for (int64_t i = 0; i < k8; i += 8) {
         const __m256 xv = load8(xb + i);
@@ -517,13 +518,25 @@ CROSSLAB_AVX2_TARGET void avx2Rows(const T* w, int64_t rows, const MatmulRows<T>
   }
   for (; r < rows; ++r) {
     const T* w0 = w + r * k;
-    for (int64_t b = 0; b < x.n; ++b) {
-      const T* xb = xs + b * k;
+    for (int64_t b = 0; b < n; ++b) {
+      const X* xb = xs + b * k;
       __m256 a0 = _mm256_setzero_ps();
       for (int64_t i = 0; i < k8; i += 8) a0 = _mm256_add_ps(a0, _mm256_mul_ps(load8(w0 + i), load8(xb + i)));
       y[b * ldy + r] = finishSum(a0, w0, xb, k8, k);
     }
   }
+}
+
+// bf16 X given as fp32 (MatmulRows::widened) is read as it is: the widening of X's values at
+// every use is gone (a ninth of the four-by-two loop's vector work); the products are the same.
+template <class T>
+CROSSLAB_AVX2_TARGET void avx2Rows(const T* w, int64_t rows, const MatmulRows<T>& x, float* y, int64_t ldy) {
+  if constexpr (std::is_same_v<T, float>)
+    avx2RowsOf(w, rows, x.x, x.n, x.k, y, ldy);
+  else if (x.widened)
+    avx2RowsOf(w, rows, x.widened, x.n, x.k, y, ldy);
+  else
+    avx2RowsOf(w, rows, x.x, x.n, x.k, y, ldy);
 }
 
 // Without the AVX-512 kernels: the AVX2 loop where the CPU has it, else the portable one.

@@ -18,8 +18,8 @@
 //               accumulates with no horizontal reductions (about twice the throughput of the
 //               reducing kernel at n = 32 here). Compute-bound.
 // Without AVX-512 (AVX512-BF16 for bf16) a portable loop computes the same products, eight
-// lanes at a time where the CPU has AVX2 (four W rows against each X row, the portable loop's
-// sums bit for bit).
+// lanes at a time where the CPU has AVX2 (four W rows against two X rows, the portable loop's
+// sums bit for bit; a bf16 X given as fp32 read as it is).
 
 #include <cstdint>
 #include <vector>
@@ -46,6 +46,9 @@ struct MatmulRows {
   const T* x;
   int64_t n, k;
   const T* packed = nullptr;  // n >= 16: chunks of up to 64 rows, k-interleaved (see cpu_matmul.cpp)
+  // bf16: x's values as fp32 (exact), where the caller holds them so (the fused step's
+  // activations); the AVX2 loop reads these instead of widening x at every use. nullptr: none.
+  const float* widened = nullptr;
 
  private:
   std::vector<T> own_;

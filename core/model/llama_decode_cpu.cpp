@@ -106,6 +106,7 @@ struct PreparedX {
     else
       std::memcpy(xs.data(), x.v.data(), sizeof(float) * xs.size());
     rows = std::make_unique<MatmulRows<Bits>>(reinterpret_cast<const Bits*>(xs.data()), x.n, x.width, packed);
+    if constexpr (M::kBf16) rows->widened = x.v.data();  // the same values, fp32
     source = &x;
   }
 };

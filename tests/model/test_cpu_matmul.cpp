@@ -341,7 +341,8 @@ class TestCpuMatmul : public QObject {
   }
 
   // Without AVX-512, the AVX2 loop gives the portable loop's sums bit for bit: rows in and out
-  // of its blocks of four, k with and without a tail of fewer than eight, one and many X rows.
+  // of its blocks of four, k with and without a tail of fewer than eight, one and many X rows;
+  // bf16 also with X given as fp32 (MatmulRows::widened).
   void avx2RowsArePortableBitForBit() {
     if (!detail::avx2RowsAvailable()) QSKIP("no AVX2");
     const auto check = [](auto tag, int64_t rows, int64_t k, int64_t n) {
@@ -351,12 +352,21 @@ class TestCpuMatmul : public QObject {
       std::vector<T> w(size_t(rows * k)), x(size_t(n * k));
       for (auto& v : w) v = std::is_same_v<T, float> ? T(normal(rng)) : T(toBf16(normal(rng)));
       for (auto& v : x) v = std::is_same_v<T, float> ? T(normal(rng)) : T(toBf16(normal(rng)));
-      const MatmulRows<T> xr(x.data(), n, k);
+      MatmulRows<T> xr(x.data(), n, k);
       const int64_t ldy = rows + 3;
       std::vector<float> fast(size_t(n * ldy), -1.0f), slow(fast.size(), -1.0f);
       detail::matmulRowsAvx2(w.data(), rows, xr, fast.data(), ldy);
       detail::matmulRowsPortable(w.data(), rows, xr, slow.data(), ldy);
-      return std::memcmp(fast.data(), slow.data(), sizeof(float) * fast.size()) == 0;
+      bool same = std::memcmp(fast.data(), slow.data(), sizeof(float) * fast.size()) == 0;
+      if constexpr (!std::is_same_v<T, float>) {  // X also given as fp32
+        std::vector<float> xf(x.size());
+        for (size_t i = 0; i < x.size(); ++i) xf[i] = fromBf16(x[i]);
+        xr.widened = xf.data();
+        std::vector<float> wide(fast.size(), -1.0f);
+        detail::matmulRowsAvx2(w.data(), rows, xr, wide.data(), ldy);
+        same = same && std::memcmp(wide.data(), slow.data(), sizeof(float) * wide.size()) == 0;
+      }
+      return same;
     };
     int checked = 0;
     for (int64_t rows : {1, 3, 4, 9, 64})
