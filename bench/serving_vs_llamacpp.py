@@ -216,13 +216,14 @@ def main():
                 if h:
                     row.update({"http_output_tok_s": round(h["output_tok_s"], 1), "http_threads": h["threads"],
                                 "http_over_in_process": round(h["output_tok_s"] / o["output_tok_s"], 2),
-                                "http_gain_over_c1": round(h["output_tok_s"] / http[mode][first]["output_tok_s"], 2),
+                                "http_gain_over_c1": round(h["output_tok_s"] / http[mode][first]["output_tok_s"], 2)
+                                if http[mode].get(first) and http[mode][first]["output_tok_s"] > 0 else None,
                                 "http_ttft_ms_p50_p99": [round(h["ttft_ms_p50"], 1), round(h["ttft_ms_p99"], 1)],
                                 "http_tpot_ms_p50_p99": [round(h["tpot_ms_p50"], 2), round(h["tpot_ms_p99"], 2)],
                                 "http_collapse": h["collapse"]})
                 if mode != "merged" and "merged" in ours:
                     row["in_process_merged_over_runtime"] = round(ours["merged"][lv]["decode_tok_s"] / o["decode_tok_s"], 2)
-                    if h and http.get("merged", {}).get(lv):
+                    if h and h["output_tok_s"] > 0 and http.get("merged", {}).get(lv):
                         row["http_merged_over_runtime"] = round(http["merged"][lv]["output_tok_s"] / h["output_tok_s"], 2)
                 s[str(lv)] = row
             print(json.dumps(s), flush=True)
