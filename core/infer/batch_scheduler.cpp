@@ -133,6 +133,13 @@ void BatchScheduler::Impl::copyRow(int64_t from, int64_t to) {
     cache.values[l][to].narrow(1, 0, len).copy_(cache.values[l][from].narrow(1, 0, len));
   }
   cache.replaceRow(size_t(to), len);
+  if (cache.hasKeyBlocks()) {  // the key blocks too ([nkv, blocks, hd, 8] per row): no full recopy at the next step
+    int64_t* blocked = cache.blocked.data_ptr<int64_t>();
+    const int64_t copied = std::min(blocked[from], len), blocks = (copied + 7) / 8;
+    for (size_t l = 0; l < cache.keyBlocks.size(); ++l)
+      cache.keyBlocks[l][to].narrow(1, 0, blocks).copy_(cache.keyBlocks[l][from].narrow(1, 0, blocks));
+    blocked[to] = copied;
+  }
 }
 
 // Removes seqs[i] (KV row firstRow + i) keeping the rows dense: the last one moves into the hole.

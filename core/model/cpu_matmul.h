@@ -110,6 +110,13 @@ namespace detail {
 // model is loaded or decoding (a model packs its LoRA weights for the kernels it will use).
 enum class KernelCap { All, NoAvx512, Portable };
 void capKernels(KernelCap cap);
+// capKernels(cap) for a scope: back to All however the scope ends (a failed QVERIFY returns).
+struct CappedKernels {
+  explicit CappedKernels(KernelCap cap) { capKernels(cap); }
+  ~CappedKernels() { capKernels(KernelCap::All); }
+  CappedKernels(const CappedKernels&) = delete;
+  CappedKernels& operator=(const CappedKernels&) = delete;
+};
 bool avx2RowsAvailable();
 void matmulRowsAvx2(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy);
 void matmulRowsAvx2(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy);

@@ -393,10 +393,11 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
   const int64_t half = hd / 2, rep = nh / nkv, cap = cache.capacity;
   const int64_t* lengths = cache.lengths.data() + r0;
   // The keys in blocks where the scores read them so (keyBlocksHelp; the check can change in
-  // tests): each row's positions from blocked[b] to the new one copied in at each layer, then
-  // blocked[b] moved past the new one. Unused, the copy stays valid up to blocked[b].
+  // tests): each row's positions from blocked[b] to the new one copied in at each layer;
+  // decodeStepCpu moves blocked[b] past the new one once every row group has finished. Unused,
+  // the copy stays valid up to blocked[b].
   const bool blocks = keyBlocksHelp() && cache.hasKeyBlocks();
-  int64_t* blocked = blocks ? cache.blocked.data_ptr<int64_t>() + r0 : nullptr;
+  const int64_t* blocked = blocks ? cache.blocked.data_ptr<int64_t>() + r0 : nullptr;
   int64_t maxLen = 0;
   for (int64_t b = 0; b < n; ++b) maxLen = std::max(maxLen, lengths[b] + 1);
   PhaseClock clock(times);
@@ -485,9 +486,11 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
         const int64_t b = bg / nkv, g = bg % nkv;
         const size_t off = size_t(bg * cap * hd);  // row b's kv head g: [r0 + b, g] of [B, nkv, cap, hd]
         ReadAhead nextKeys;  // the next pair's keys, which the next iteration reads first
-        if (readAhead && bg + 1 < end)
-          nextKeys = {blocks ? kbc + (bg + 1) * blockStride : kc + off + size_t(cap * hd),
-                      (lengths[(bg + 1) / nkv] + 1) * hd * int64_t(sizeof(S))};
+        if (readAhead && bg + 1 < end) {
+          const int64_t next = lengths[(bg + 1) / nkv] + 1;  // positions; blocks: whole blocks of them
+          nextKeys = blocks ? ReadAhead{kbc + (bg + 1) * blockStride, (next + 7) / 8 * 8 * hd * int64_t(sizeof(S))}
+                            : ReadAhead{kc + off + size_t(cap * hd), next * hd * int64_t(sizeof(S))};
+        }
         attendGroup<M>(q.row(b) + g * rep * hd, rep, kc + off, blocks ? kbc + bg * blockStride : nullptr, vc + off,
                        lengths[b] + 1, hd, scale, scores, o.row(b) + g * rep * hd, readAhead, nextKeys);
       }
@@ -509,8 +512,6 @@ void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& 
     addRound(x.v.data(), down.v.data(), int64_t(x.v.size()), false, M::kBf16);
   }
 
-  if (blocks)
-    for (int64_t b = 0; b < n; ++b) blocked[b] = lengths[b] + 1;
   rmsNorm<M>(x, weights_.finalNorm, c.rmsNormEps, h);
   clock.charge(&DecodeTimes::other);
   if (logits) {  // these rows' logits as logits() computes them: X Wᵀ in fp32, rounded once to the dtype
@@ -547,6 +548,7 @@ at::Tensor LlamaModel::decodeStepCpu(const at::Tensor& ids, KvCache& cache, bool
   // The groups run on the model's step crew, whose workers wait for the next step spinning
   // briefly instead of asleep as a server's OpenMP workers do (core/util/step_crew.h).
   // One group: its products and attention split over the same crew when large enough.
+  const bool blocks = keyBlocksHelp() && cache.hasKeyBlocks();  // as decodeStepCpuImpl decides
   const int64_t threads = at::get_num_threads();
   const int64_t groups = std::min<int64_t>({int64_t(std::max(1, decodeSplit_)), n, threads});
   if (groups > 1) {
@@ -555,6 +557,9 @@ at::Tensor LlamaModel::decodeStepCpu(const at::Tensor& ids, KvCache& cache, bool
     StepCrewScope scope(util::StepCrew::inJob() ? nullptr : crew_.get(), times_);
     rows(0, n, times_);
   }
+  // Only now, every group done: a step that threw leaves blocked[b] <= lengths[b].
+  if (blocks)
+    for (int64_t b = 0; b < n; ++b) cache.blocked.data_ptr<int64_t>()[b] = cache.lengths[size_t(b)] + 1;
   for (auto& len : cache.lengths) ++len;
   if (times_) {
     ++times_->steps;

@@ -121,9 +121,10 @@ class Decoder {
              int split = 1, bool viaForward = true) {
     c10::InferenceMode guard;
     model::KvCache cache = model_.makeCache(int64_t(n), 64);
-    // The prompts go through the op-by-op forward on one thread in every run: its products are
-    // libtorch's, whose sums may depend on the thread count (OpenBLAS's AVX2 sgemm does, on a
-    // CPU without AVX-512), and the runs compare decode steps from the same cache.
+    // The prompts go through the op-by-op forward on one thread in every run: its fp32 products
+    // are libtorch's, whose sums may depend on the thread count (OpenBLAS's AVX2 sgemm does, on a
+    // CPU without AVX-512), and the runs compare decode steps from the same cache. (Its bf16
+    // products are ours where the CPU lacks AVX512-BF16, the fused step's kernels.)
     const int threads = at::get_num_threads();
     at::set_num_threads(1);
     for (size_t b = 0; b < n; ++b) {
@@ -253,7 +254,8 @@ class TestBatchedDecode : public QObject {
     QCOMPARE(dec.times.steps, uint64_t(steps));
     QCOMPARE(dec.times.groups, uint64_t(steps) * std::min<uint64_t>(3, n));  // the rows really ran in groups
     // and each group its rows' LM head, up to the 64 rows logits() runs through our kernels
-    // (beyond, through at::linear: the step leaves it to logits(), timed all the same)
+    // (beyond, at::linear or, in bf16 without AVX512-BF16, our kernels through project(): the
+    // step leaves it to logits(), timed all the same)
     QCOMPARE(dec.times.headRows, n <= 64 && model::vectorRowsAvailable(bf16) ? uint64_t(steps) * n : 0);
     QVERIFY(dec.times.lmHead > 0);
     // The LM head inside the step computes what logits() computes on the step's hidden rows:
@@ -360,9 +362,11 @@ class TestBatchedDecode : public QObject {
 
   // Where the scores run the AVX2 loops (held to them here on any CPU with AVX2), the cache keeps
   // its keys in blocks too (KvCache::keyBlocks) and the fused step scores from there: the same
-  // logits, bit for bit, as the step that transposes the cached keys at every call, also after
-  // a row is cut back (setLength) and after a row is replaced by a new prompt (replaceRow), where
-  // blocks left from the old sequence would change the scores.
+  // logits, bit for bit, as the step that transposes the cached keys at every call — after a
+  // row is cut back and its cut positions written anew op by op (setLength), after a row is
+  // replaced by a new prompt (replaceRow), where blocks left from the old keys would change the
+  // scores, with the rows split into three groups, and up to a capacity that is not a multiple
+  // of eight.
   void keyBlocksGiveTheSameSteps_data() {
     QTest::addColumn<QString>("dtype");
     QTest::addRow("f32") << "f32";
@@ -371,22 +375,24 @@ class TestBatchedDecode : public QObject {
   void keyBlocksGiveTheSameSteps() {
     QFETCH(QString, dtype);
     if (!__builtin_cpu_supports("avx2")) QSKIP("the key blocks serve the AVX2 score loops");
-    model::detail::capKernels(model::detail::KernelCap::NoAvx512);
+    const model::detail::CappedKernels capped(model::detail::KernelCap::NoAvx512);
     c10::InferenceMode guard;
     model::LlamaModel m = model::LlamaModel::load(dir_, dtype == "bf16" ? at::kBFloat16 : at::kFloat, at::kCPU);
-    const int64_t B = 3, vocab = m.config().vocabSize;
-    model::KvCache blocks = m.makeCache(B, 48), plain = m.makeCache(B, 48);
+    const int64_t B = 3, capacity = 28, vocab = m.config().vocabSize;
+    model::KvCache blocks = m.makeCache(B, capacity), plain = m.makeCache(B, capacity);
     QVERIFY(blocks.hasKeyBlocks());
     plain.keyBlocks.clear();
     plain.blocked = at::Tensor();
     std::mt19937 rng(5);
-    const auto token = [&] { return int64_t(rng() % uint32_t(vocab)); };
+    const auto tokens = [&](size_t n) {
+      std::vector<int64_t> ids(n);
+      for (auto& id : ids) id = int64_t(rng() % uint32_t(vocab));
+      return ids;
+    };
     int compared = 0;
     const auto steps = [&](int count) {
       for (int s = 0; s < count; ++s) {
-        std::vector<int64_t> ids(static_cast<size_t>(B));
-        for (auto& id : ids) id = token();
-        const at::Tensor input = at::tensor(ids, at::kLong).view({B, 1});
+        const at::Tensor input = at::tensor(tokens(size_t(B)), at::kLong).view({B, 1});
         QVERIFY(m.fusedDecodeApplies(input, &blocks) && m.fusedDecodeApplies(input, &plain));
         const at::Tensor a = m.forward(input, &blocks).contiguous(), b = m.forward(input, &plain).contiguous();
         QVERIFY2(std::memcmp(a.data_ptr<float>(), b.data_ptr<float>(), sizeof(float) * size_t(a.numel())) == 0,
@@ -396,21 +402,30 @@ class TestBatchedDecode : public QObject {
       for (int64_t r = 0; r < B; ++r) QCOMPARE(blocks.blocked[r].item<int64_t>(), blocks.lengths[size_t(r)]);
     };
     steps(11);  // from empty rows past a block of eight
-    // Row 1 cut back to 4 positions; row 2 replaced by a 9-token prompt (op by op).
-    std::vector<int64_t> prompt(9);
-    for (auto& id : prompt) id = token();
+    // Row 1 cut back to 4 positions, then 3 of them written anew; row 2 replaced by a 9-token
+    // prompt (both op by op).
+    const std::vector<int64_t> rewrite = tokens(3), prompt = tokens(9);
     for (model::KvCache* c : {&blocks, &plain}) {
       c->setLength(1, 4);
+      model::KvCache one = rowView(*c, 1);
+      m.hidden(at::tensor(rewrite, at::kLong).unsqueeze(0), &one);
+      c->setLength(1, one.lengths[0]);
       c->replaceRow(2, 0);
-      model::KvCache view = rowView(*c, 2);
-      m.hidden(at::tensor(prompt, at::kLong).unsqueeze(0), &view);
-      c->setLength(2, view.lengths[0]);
+      model::KvCache two = rowView(*c, 2);
+      m.hidden(at::tensor(prompt, at::kLong).unsqueeze(0), &two);
+      c->setLength(2, two.lengths[0]);
     }
     QCOMPARE(blocks.blocked[1].item<int64_t>(), int64_t(4));
     QCOMPARE(blocks.blocked[2].item<int64_t>(), int64_t(0));
+    const int threads = at::get_num_threads();
+    at::set_num_threads(3);
+    m.setDecodeSplit(3);  // a group a row
     steps(13);
-    QCOMPARE(compared, 24);
-    model::detail::capKernels(model::detail::KernelCap::All);
+    m.setDecodeSplit(1);
+    at::set_num_threads(threads);
+    steps(4);  // row 0 up to the capacity, 28
+    QCOMPARE(blocks.lengths[0], capacity);
+    QCOMPARE(compared, 28);
   }
 };
 

@@ -15,10 +15,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 #include "core/infer/batch_scheduler.h"
 #include "core/infer/local_engine.h"
+#include "core/model/cpu_attention.h"
+#include "core/model/cpu_matmul.h"
 #include "tests/model/tiny_llama.h"
 #include "tests/serve/serve_fixture.h"
 #include "tests/support/cli_runner.h"
@@ -141,16 +144,26 @@ class TestBatchScheduler : public QObject {
     QTest::addColumn<QString>("path");
     QTest::addColumn<int>("prefillBatch");
     QTest::addColumn<int>("stepwise");
+    QTest::addColumn<bool>("avx2");
     for (const char* path : {"fused", "op-by-op", "auto"})
       for (int pb : {1, 4})
         for (int stepwise : {0, 8})
-          QTest::addRow("%s, prefill batch %d, stepwise %d", path, pb, stepwise) << path << pb << stepwise;
+          QTest::addRow("%s, prefill batch %d, stepwise %d", path, pb, stepwise) << path << pb << stepwise << false;
+    // The kernels held to the AVX2 loops, so that on any CPU with AVX2 the fused steps score
+    // from the cache's key blocks (KvCache::keyBlocks) through the scheduler's row moves,
+    // admissions into reused rows and padding cuts after stepwise chunks.
+    for (int stepwise : {0, 8})
+      QTest::addRow("fused, prefill batch 4, stepwise %d, AVX2 loops", stepwise) << "fused" << 4 << stepwise << true;
   }
 
   void batchedGreedyEqualsSingleSequence() {
     QFETCH(QString, path);
     QFETCH(int, prefillBatch);
     QFETCH(int, stepwise);
+    QFETCH(bool, avx2);
+    if (avx2 && !__builtin_cpu_supports("avx2")) QSKIP("no AVX2");
+    std::optional<model::detail::CappedKernels> capped;
+    if (avx2) capped.emplace(model::detail::KernelCap::NoAvx512);
     infer::SchedulerOptions so;
     so.maxBatch = 4;
     so.prefillChunk = 12;
@@ -186,6 +199,7 @@ class TestBatchScheduler : public QObject {
     QVERIFY(st.fusedPrefillSteps < st.prefillSteps);  // a 12-position chunk is one forward
     if (path == "auto") QVERIFY(st.fusedSteps > 0 && st.opByOpSteps > 0);  // both measured
     QCOMPARE(st.steps, st.fusedSteps + st.opByOpSteps);
+    if (avx2) QVERIFY(model::keyBlocksHelp());
   }
 
   // Requests that end at their first token are prefilled and never decoded: stepwise prefill's
