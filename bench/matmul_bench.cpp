@@ -91,6 +91,20 @@ float toF32(uint16_t bits) {
   return f;
 }
 
+// The best of `repeats` timed runs of `iters` calls of `pass`, seconds per call, after one warm call
+// (pages touched, caches filled).
+template <class F>
+double bestSeconds(int repeats, int64_t iters, const F& pass) {
+  pass();
+  double best = 1e30;
+  for (int r = 0; r < repeats; ++r) {
+    const auto t0 = Clock::now();
+    for (int64_t i = 0; i < iters; ++i) pass();
+    best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count() / double(iters));
+  }
+  return best;
+}
+
 template <class T>
 nlohmann::json measure(const Shape& s, int repeats, const std::string& round) {
   std::mt19937 rng(unsigned(s.rows * 31 + s.k * 7 + s.n));
@@ -108,16 +122,7 @@ nlohmann::json measure(const Shape& s, int repeats, const std::string& round) {
     matmulRows(w.data(), s.rows, rows, y.data(), s.rows, round == "on-store");
     if (round == "after") roundBf16(y.data(), int64_t(y.size()));
   };
-  const auto timed = [&] {
-    product();  // warm: pages touched, caches filled
-    double best = 1e30;
-    for (int r = 0; r < repeats; ++r) {
-      const auto t0 = Clock::now();
-      for (int64_t i = 0; i < iters; ++i) product();
-      best = std::min(best, std::chrono::duration<double>(Clock::now() - t0).count() / double(iters));
-    }
-    return best;
-  };
+  const auto timed = [&] { return bestSeconds(repeats, iters, product); };
   const double best = timed();
   // bf16: X also given as fp32 (MatmulRows::widened), as the fused step gives its activations:
   // us_x_f32 and its hash (the same bits)
@@ -213,16 +218,7 @@ nlohmann::json measureAttention(const AttnShape& a, int repeats, bool readAhead)
   };
   const double bytes = double(a.rows * a.len * a.hd) * sizeof(T);  // K (or V) read once per pass
   const int64_t iters = std::clamp<int64_t>(int64_t(2e8 / bytes), 3, 100000);  // ~200 MB per timed run
-  const auto best = [&](const auto& pass) {
-    pass();  // warm
-    double t = 1e30;
-    for (int r = 0; r < repeats; ++r) {
-      const auto t0 = Clock::now();
-      for (int64_t i = 0; i < iters; ++i) pass();
-      t = std::min(t, std::chrono::duration<double>(Clock::now() - t0).count() / double(iters));
-    }
-    return t;
-  };
+  const auto best = [&](const auto& pass) { return bestSeconds(repeats, iters, pass); };
   const double tDot = best(dot), tWeighted = best(weighted), tStep = best(step);
   std::ostringstream sh, oh, sbh;
   sh << std::hex << fnv(s);

@@ -126,21 +126,7 @@ model::KvCache& BatchScheduler::Impl::rows(int64_t start, int64_t count) {
   return v;
 }
 
-void BatchScheduler::Impl::copyRow(int64_t from, int64_t to) {
-  const int64_t len = cache.lengths[size_t(from)];
-  for (size_t l = 0; l < cache.keys.size(); ++l) {  // [nkv, len, hd] per row
-    cache.keys[l][to].narrow(1, 0, len).copy_(cache.keys[l][from].narrow(1, 0, len));
-    cache.values[l][to].narrow(1, 0, len).copy_(cache.values[l][from].narrow(1, 0, len));
-  }
-  cache.replaceRow(size_t(to), len);
-  if (cache.hasKeyBlocks()) {  // the key blocks too ([nkv, blocks, hd, 8] per row): no full recopy at the next step
-    int64_t* blocked = cache.blocked.data_ptr<int64_t>();
-    const int64_t copied = std::min(blocked[from], len), blocks = (copied + 7) / 8;
-    for (size_t l = 0; l < cache.keyBlocks.size(); ++l)
-      cache.keyBlocks[l][to].narrow(1, 0, blocks).copy_(cache.keyBlocks[l][from].narrow(1, 0, blocks));
-    blocked[to] = copied;
-  }
-}
+void BatchScheduler::Impl::copyRow(int64_t from, int64_t to) { cache.copyRow(size_t(from), size_t(to)); }
 
 // Removes seqs[i] (KV row firstRow + i) keeping the rows dense: the last one moves into the hole.
 void BatchScheduler::Impl::removeRow(std::vector<std::unique_ptr<Sequence>>& seqs, int64_t firstRow, size_t i) {

@@ -28,6 +28,7 @@ struct KvCache {
   void reset();          // forget every row (the memory stays allocated)
   void setLength(size_t row, int64_t len);   // a row cut back (or grown by appending)
   void replaceRow(size_t row, int64_t len);  // a row's positions 0 … len-1 written anew
+  void copyRow(size_t from, size_t to);      // row `from` (keys, values, key blocks, length) into `to`
   // Whether keyBlocks fits keys: as many layers, each [B, nkv, ceil(capacity / 8), hd, 8].
   bool hasKeyBlocks() const;
 };

@@ -164,6 +164,22 @@ void KvCache::replaceRow(size_t row, int64_t len) {
   if (blocked.defined()) blocked.data_ptr<int64_t>()[row] = 0;
 }
 
+void KvCache::copyRow(size_t from, size_t to) {
+  const int64_t len = lengths[from], f = int64_t(from), t = int64_t(to);
+  for (size_t l = 0; l < keys.size(); ++l) {  // [nkv, len, hd] per row
+    keys[l][t].narrow(1, 0, len).copy_(keys[l][f].narrow(1, 0, len));
+    values[l][t].narrow(1, 0, len).copy_(values[l][f].narrow(1, 0, len));
+  }
+  replaceRow(to, len);
+  if (hasKeyBlocks()) {  // the key blocks too ([nkv, blocks, hd, 8] per row): no full recopy at the next step
+    int64_t* copied = blocked.data_ptr<int64_t>();
+    const int64_t n = std::min(copied[from], len), whole = (n + 7) / 8;
+    for (size_t l = 0; l < keyBlocks.size(); ++l)
+      keyBlocks[l][t].narrow(1, 0, whole).copy_(keyBlocks[l][f].narrow(1, 0, whole));
+    copied[to] = n;
+  }
+}
+
 bool KvCache::hasKeyBlocks() const {
   if (keyBlocks.size() != keys.size() || keys.empty() || !blocked.defined()) return false;
   const int64_t B = int64_t(lengths.size());

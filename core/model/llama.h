@@ -169,8 +169,9 @@ class LlamaModel {
   // [B, 1, H]; withLogits: logits [B, 1, vocab] fp32 instead, the LM head run by each row group
   at::Tensor decodeStepCpu(const at::Tensor& ids, KvCache& cache, bool withLogits = false) const;
   template <class M>
+  // keyBlocks: the step scores from cache.keyBlocks (decided once per step by decodeStepCpu).
   void decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& cache, int64_t r0, int64_t r1, at::Tensor& out,
-                         float* logits, DecodeTimes* times) const;
+                         float* logits, DecodeTimes* times, bool keyBlocks) const;
   bool lmHeadInStep(int64_t rows) const;  // the step can run the LM head as logits() would
   // project() plus the delta hook.
   at::Tensor linear(size_t layer, Proj p, const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) const;

@@ -386,17 +386,15 @@ bool LlamaModel::canDecodeStepCpu(const at::Tensor& ids, const KvCache* cache) c
 // `logits` those rows' logits there ([B, vocab] fp32, as logits() computes them) instead.
 template <class M>
 void LlamaModel::decodeStepCpuImpl(const std::vector<int64_t>& tokens, KvCache& cache, int64_t r0, int64_t r1,
-                                   at::Tensor& out, float* logits, DecodeTimes* times) const {
+                                   at::Tensor& out, float* logits, DecodeTimes* times, bool blocks) const {
   using S = typename M::Storage;
   const ModelConfig& c = config_;
   const int64_t n = r1 - r0, H = c.hiddenSize, nh = c.numHeads, nkv = c.numKvHeads, hd = c.headDim;
   const int64_t half = hd / 2, rep = nh / nkv, cap = cache.capacity;
   const int64_t* lengths = cache.lengths.data() + r0;
-  // The keys in blocks where the scores read them so (keyBlocksHelp; the check can change in
-  // tests): each row's positions from blocked[b] to the new one copied in at each layer;
-  // decodeStepCpu moves blocked[b] past the new one once every row group has finished. Unused,
-  // the copy stays valid up to blocked[b].
-  const bool blocks = keyBlocksHelp() && cache.hasKeyBlocks();
+  // With `blocks` (the scores read the keys in blocks): each row's positions from blocked[b] to
+  // the new one copied in at each layer; decodeStepCpu moves blocked[b] past the new one once
+  // every row group has finished. Unused, the copy stays valid up to blocked[b].
   const int64_t* blocked = blocks ? cache.blocked.data_ptr<int64_t>() + r0 : nullptr;
   int64_t maxLen = 0;
   for (int64_t b = 0; b < n; ++b) maxLen = std::max(maxLen, lengths[b] + 1);
@@ -537,18 +535,20 @@ at::Tensor LlamaModel::decodeStepCpu(const at::Tensor& ids, KvCache& cache, bool
   at::Tensor out = withLogits ? at::empty({n, 1, config_.vocabSize}, at::TensorOptions().dtype(at::kFloat))
                               : at::empty({n, 1, config_.hiddenSize}, at::TensorOptions().dtype(dtype_));  // [B, T=1, …]
   float* logits = withLogits ? out.data_ptr<float>() : nullptr;
+  // Keys in blocks where the scores read them so (keyBlocksHelp; the check can change in tests)
+  // and the cache holds them: one decision for every row group of the step.
+  const bool blocks = keyBlocksHelp() && cache.hasKeyBlocks();
   const auto rows = [&](int64_t r0, int64_t r1, DecodeTimes* times) {
     if (dtype_ == at::kFloat)
-      decodeStepCpuImpl<F32Math>(tokens, cache, r0, r1, out, logits, times);
+      decodeStepCpuImpl<F32Math>(tokens, cache, r0, r1, out, logits, times, blocks);
     else
-      decodeStepCpuImpl<Bf16Math>(tokens, cache, r0, r1, out, logits, times);
+      decodeStepCpuImpl<Bf16Math>(tokens, cache, r0, r1, out, logits, times, blocks);
   };
   // Rows split into groups, each through every layer on one thread: no synchronisation
   // inside the step, each weight streamed once per group (the group holding row 0 is timed).
   // The groups run on the model's step crew, whose workers wait for the next step spinning
   // briefly instead of asleep as a server's OpenMP workers do (core/util/step_crew.h).
   // One group: its products and attention split over the same crew when large enough.
-  const bool blocks = keyBlocksHelp() && cache.hasKeyBlocks();  // as decodeStepCpuImpl decides
   const int64_t threads = at::get_num_threads();
   const int64_t groups = std::min<int64_t>({int64_t(std::max(1, decodeSplit_)), n, threads});
   if (groups > 1) {
@@ -558,8 +558,10 @@ at::Tensor LlamaModel::decodeStepCpu(const at::Tensor& ids, KvCache& cache, bool
     rows(0, n, times_);
   }
   // Only now, every group done: a step that threw leaves blocked[b] <= lengths[b].
-  if (blocks)
-    for (int64_t b = 0; b < n; ++b) cache.blocked.data_ptr<int64_t>()[b] = cache.lengths[size_t(b)] + 1;
+  if (blocks) {
+    int64_t* blocked = cache.blocked.data_ptr<int64_t>();
+    for (int64_t b = 0; b < n; ++b) blocked[b] = cache.lengths[size_t(b)] + 1;
+  }
   for (auto& len : cache.lengths) ++len;
   if (times_) {
     ++times_->steps;
