@@ -19,9 +19,12 @@ constexpr int64_t kPackFrom = 16;
 int64_t pad16(int64_t m) { return (m + 15) / 16 * 16; }
 int64_t pairs(int64_t k) { return (k + 1) / 2; }
 
+using simd::aheadLinesOf;
+using simd::aheadOf;
 using simd::laneMask;
 using simd::load16Any;
 using simd::load32;
+using simd::prefetchLine;
 using simd::roundBf16x16;
 using simd::sum16;
 using simd::sum16x4;
@@ -206,22 +209,6 @@ CROSSLAB_BF16_TARGET void bf16Tiles(const uint16_t* w, int64_t rows, int64_t k, 
 // are harmless: they never fault). 128256 x 64, 32 rows, one thread (bench/matmul_bench): bf16
 // 74-75 -> 99-105 GFLOP/s with the transposed stores above.
 constexpr int64_t kAheadTiles = 2;
-// Addresses as integers (no pointer past an array's end is formed), made a pointer only for
-// the prefetch instruction itself.
-template <class T>
-inline uintptr_t aheadOf(const T* w, int64_t elements) {
-  return reinterpret_cast<uintptr_t>(w) + uintptr_t(elements) * sizeof(T);
-}
-// The lines a tile of `elements` W values spans, one more for a tile not aligned to a line. A
-// tile requests one per step of k while it has steps: all of them but, at NW = 16, that last one.
-template <class T>
-inline int64_t aheadLinesOf(int64_t elements) {
-  return (elements * int64_t(sizeof(T)) + 63) / 64 + 1;
-}
-inline void prefetchLine(uintptr_t base, int64_t line) {
-  _mm_prefetch(reinterpret_cast<const char*>(base + uintptr_t(line) * 64), _MM_HINT_T0);
-}
-
 // n >= 16, one chunk of m <= 64 X rows packed (NV = npad / 16 vectors per k pair): NW W rows
 // at a time, each pair of W values broadcast against the NV vectors.
 template <int NW, int NV>
@@ -415,159 +402,23 @@ CROSSLAB_F32_TARGET void f32Packed(const float* w, int64_t rows, const MatmulRow
   }
 }
 
-// ---- portable ------------------------------------------------------------------------
-
-using simd::toFloat;
-
-// Eight partial sums along k, as the vector kernels keep several.
-template <class T>
-void portable(const T* w, int64_t rows, const MatmulRows<T>& x, float* y, int64_t ldy) {
-  const int64_t k = x.k;
-  for (int64_t b = 0; b < x.n; ++b)
-    for (int64_t r = 0; r < rows; ++r) {
-      const T* row = w + r * k;
-      const T* xb = x.x + b * k;
-      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
-      int64_t i = 0;
-      for (; i + 8 <= k; i += 8)
-        for (int j = 0; j < 8; ++j) acc[j] += toFloat(row[i + j]) * toFloat(xb[i + j]);
-      float s = 0;
-      for (; i < k; ++i) s += toFloat(row[i]) * toFloat(xb[i]);
-      for (float a : acc) s += a;
-      y[b * ldy + r] = s;
-    }
-}
-
-// ---- AVX2 without AVX-512: the portable loop's sums, eight lanes a time ------------------
-//
-// The same operations in the same order as portable() — per lane a product, then an add (no
-// FMA: its single rounding would change the bits), the tail in order, then the eight lanes in
-// order — so a machine without AVX-512 gets the portable loop's results at vector speed. Four
-// W rows against two X rows at a time (eight sums in flight: an add waits 3 cycles on the one
-// before in its sum), each X row read once for the four; every X row for a block of W rows
-// before the next block, so a batch streams W once, not once per row.
-
-using simd::avx2Available;
-using simd::load8;
-
-template <class T, class X>
-CROSSLAB_AVX2_TARGET inline float finishSum(__m256 acc, const T* row, const X* xb, int64_t from, int64_t k) {
-  alignas(32) float lanes[8];
-  _mm256_store_ps(lanes, acc);
-  float s = 0;
-  for (int64_t i = from; i < k; ++i) s += toFloat(row[i]) * toFloat(xb[i]);
-  for (float a : lanes) s += a;
-  return s;
-}
-
-// Four W rows against two X rows: eight independent sums, each W load used twice.
-template <class T, class X>
-CROSSLAB_AVX2_TARGET inline void fourByTwo(const T* w0, int64_t k, const X* x0, float* y0, float* y1) {
-  const int64_t k8 = k / 8 * 8;
-  const T *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
-  const X* x1 = x0 + k;
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-  for (int64_t i = 0; i < k8; i += 8) {
-    const __m256 u = load8(x0 + i), v = load8(x1 + i);
-    const __m256 v0 = load8(w0 + i), v1 = load8(w1 + i), v2 = load8(w2 + i), v3 = load8(w3 + i);
-    a0 = _mm256_add_ps(a0, _mm256_mul_ps(v0, u));
-    b0 = _mm256_add_ps(b0, _mm256_mul_ps(v0, v));
-    a1 = _mm256_add_ps(a1, _mm256_mul_ps(v1, u));
-    b1 = _mm256_add_ps(b1, _mm256_mul_ps(v1, v));
-    a2 = _mm256_add_ps(a2, _mm256_mul_ps(v2, u));
-    b2 = _mm256_add_ps(b2, _mm256_mul_ps(v2, v));
-    a3 = _mm256_add_ps(a3, _mm256_mul_ps(v3, u));
-    b3 = _mm256_add_ps(b3, _mm256_mul_ps(v3, v));
-  }
-  y0[0] = finishSum(a0, w0, x0, k8, k);
-  y0[1] = finishSum(a1, w1, x0, k8, k);
-  y0[2] = finishSum(a2, w2, x0, k8, k);
-  y0[3] = finishSum(a3, w3, x0, k8, k);
-  y1[0] = finishSum(b0, w0, x1, k8, k);
-  y1[1] = finishSum(b1, w1, x1, k8, k);
-  y1[2] = finishSum(b2, w2, x1, k8, k);
-  y1[3] = finishSum(b3, w3, x1, k8, k);
-}
-
-// W [rows, k] against X [n, k]: T and X each fp32 or bf16 bits (widened as loaded).
-template <class T, class X>
-CROSSLAB_AVX2_TARGET void avx2RowsOf(const T* w, int64_t rows, const X* xs, int64_t n, int64_t k, float* y,
-                                     int64_t ldy) {
-  const int64_t k8 = k / 8 * 8;
-  int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) {
-    const T *w0 = w + r * k, *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
-    int64_t b = 0;
-    for (; b + 2 <= n; b += 2) fourByTwo(w0, k, xs + b * k, y + b * ldy + r, y + (b + 1) * ldy + r);
-    for (; b < n; ++b) {
-      const X* xb = xs + b * k;
-      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
-      for (int64_t i = 0; i < k8; i += 8) {
-        const __m256 xv = load8(xb + i);
-        a0 = _mm256_add_ps(a0, _mm256_mul_ps(load8(w0 + i), xv));
-        a1 = _mm256_add_ps(a1, _mm256_mul_ps(load8(w1 + i), xv));
-        a2 = _mm256_add_ps(a2, _mm256_mul_ps(load8(w2 + i), xv));
-        a3 = _mm256_add_ps(a3, _mm256_mul_ps(load8(w3 + i), xv));
-      }
-      float* yb = y + b * ldy + r;
-      yb[0] = finishSum(a0, w0, xb, k8, k);
-      yb[1] = finishSum(a1, w1, xb, k8, k);
-      yb[2] = finishSum(a2, w2, xb, k8, k);
-      yb[3] = finishSum(a3, w3, xb, k8, k);
-    }
-  }
-  for (; r < rows; ++r) {
-    const T* w0 = w + r * k;
-    for (int64_t b = 0; b < n; ++b) {
-      const X* xb = xs + b * k;
-      __m256 a0 = _mm256_setzero_ps();
-      for (int64_t i = 0; i < k8; i += 8) a0 = _mm256_add_ps(a0, _mm256_mul_ps(load8(w0 + i), load8(xb + i)));
-      y[b * ldy + r] = finishSum(a0, w0, xb, k8, k);
-    }
-  }
-}
-
-// bf16 X given as fp32 (MatmulRows::widened) is read as it is: the widening of X's values at
-// every use is gone (a ninth of the four-by-two loop's vector work); the products are the same.
-template <class T>
-CROSSLAB_AVX2_TARGET void avx2Rows(const T* w, int64_t rows, const MatmulRows<T>& x, float* y, int64_t ldy) {
-  if constexpr (std::is_same_v<T, float>)
-    avx2RowsOf(w, rows, x.x, x.n, x.k, y, ldy);
-  else if (x.widened)
-    avx2RowsOf(w, rows, x.widened, x.n, x.k, y, ldy);
-  else
-    avx2RowsOf(w, rows, x.x, x.n, x.k, y, ldy);
-}
-
-// Without the AVX-512 kernels: the AVX2 loop where the CPU has it, else the portable one.
+// Without the AVX-512 kernels: the AVX2 loop where the CPU has it, else the portable one
+// (cpu_matmul_loops.cpp).
 template <class T>
 void withoutKernels(const T* w, int64_t rows, const MatmulRows<T>& x, float* y, int64_t ldy) {
-  if (avx2Available()) return avx2Rows(w, rows, x, y, ldy);
-  portable(w, rows, x, y, ldy);
+  if (detail::avx2RowsAvailable()) return detail::matmulRowsAvx2(w, rows, x, y, ldy);
+  detail::matmulRowsPortable(w, rows, x, y, ldy);
 }
 
 }  // namespace
 
 bool vectorRowsAvailable(bool bf16) {
-  return (bf16 ? bf16KernelsAvailable() : f32KernelsAvailable()) || avx2Available();
+  return (bf16 ? bf16KernelsAvailable() : f32KernelsAvailable()) || detail::avx2RowsAvailable();
 }
 
 namespace detail {
-bool avx2RowsAvailable() { return avx2Available(); }
 void capKernels(KernelCap cap) {
   simd::kernelCap.store(cap == KernelCap::All ? 0 : cap == KernelCap::NoAvx512 ? 1 : 2, std::memory_order_relaxed);
-}
-void matmulRowsAvx2(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy) {
-  avx2Rows(w, rows, x, y, ldy);
-}
-void matmulRowsAvx2(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy) {
-  avx2Rows(w, rows, x, y, ldy);
-}
-void matmulRowsPortable(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy) {
-  portable(w, rows, x, y, ldy);
-}
-void matmulRowsPortable(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy) {
-  portable(w, rows, x, y, ldy);
 }
 }  // namespace detail
 

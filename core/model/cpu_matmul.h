@@ -19,7 +19,8 @@
 //               reducing kernel at n = 32 here). Compute-bound.
 // Without AVX-512 (AVX512-BF16 for bf16) a portable loop computes the same products, eight
 // lanes at a time where the CPU has AVX2 (four W rows against two X rows, the portable loop's
-// sums bit for bit; a bf16 X given as fp32 read as it is).
+// sums bit for bit; a bf16 X given as fp32 read as it is; a W of 512 KB or more requested a
+// couple of blocks ahead).
 
 #include <cstdint>
 #include <vector>
@@ -118,6 +119,9 @@ struct CappedKernels {
   CappedKernels& operator=(const CappedKernels&) = delete;
 };
 bool avx2RowsAvailable();
+// Lines of W the AVX2 loop has requested ahead of its blocks on this thread so far: a block of
+// four rows requests the block two further on, when its share of W is 512 KB or more.
+int64_t matmulAheadLinesIssued();
 void matmulRowsAvx2(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy);
 void matmulRowsAvx2(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy);
 void matmulRowsPortable(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy);

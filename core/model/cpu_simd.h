@@ -162,4 +162,19 @@ CROSSLAB_BF16_TARGET inline __m512 load16Any(const T* p, int64_t valid) {
     return loadBf16(p, valid);
 }
 
+// Reading ahead in a weight matrix: addresses as integers (no pointer past an array's end is
+// formed), made a pointer only for the prefetch instruction itself (which never faults).
+template <class T>
+inline uintptr_t aheadOf(const T* w, int64_t elements) {
+  return reinterpret_cast<uintptr_t>(w) + uintptr_t(elements) * sizeof(T);
+}
+// The lines `elements` W values span, one more for a start not aligned to a line.
+template <class T>
+inline int64_t aheadLinesOf(int64_t elements) {
+  return (elements * int64_t(sizeof(T)) + 63) / 64 + 1;
+}
+inline void prefetchLine(uintptr_t base, int64_t line) {
+  _mm_prefetch(reinterpret_cast<const char*>(base + uintptr_t(line) * 64), _MM_HINT_T0);
+}
+
 }  // namespace crosslab::model::simd

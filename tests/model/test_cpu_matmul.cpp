@@ -380,6 +380,45 @@ class TestCpuMatmul : public QObject {
     QCOMPARE(checked, 5 * 6 * 4 * 2);
   }
 
+  // A W share of 512 KB or more (an LM head, a larger model's matrices) makes the AVX2 loop
+  // request each block of four rows two blocks before it reads it, one line per 64 bytes (a
+  // partial line at each end), every block whose block ahead lies within W; a smaller share
+  // requests nothing. Either way the products stay the portable loop's bit for bit.
+  void avx2RowsReadLargeMatricesAhead() {
+    if (!detail::avx2RowsAvailable()) QSKIP("no AVX2");
+    const auto check = [](auto tag, int64_t rows, int64_t k, int64_t n) -> QString {
+      using T = decltype(tag);
+      std::mt19937 rng(unsigned(rows + k + n));
+      std::normal_distribution<float> normal;
+      std::vector<T> w(size_t(rows * k)), x(size_t(n * k));
+      for (auto& v : w) v = std::is_same_v<T, float> ? T(normal(rng)) : T(toBf16(normal(rng)));
+      for (auto& v : x) v = std::is_same_v<T, float> ? T(normal(rng)) : T(toBf16(normal(rng)));
+      MatmulRows<T> xr(x.data(), n, k);
+      std::vector<float> fast(size_t(n * rows), -1.0f), slow(fast.size(), -1.0f);
+      const int64_t before = detail::matmulAheadLinesIssued();
+      detail::matmulRowsAvx2(w.data(), rows, xr, fast.data(), rows);
+      const int64_t issued = detail::matmulAheadLinesIssued() - before;
+      detail::matmulRowsPortable(w.data(), rows, xr, slow.data(), rows);
+      const int64_t bytes = rows * k * int64_t(sizeof(T));
+      const int64_t perBlock = (4 * k * int64_t(sizeof(T)) + 63) / 64 + 1;
+      const int64_t expected = bytes >= (512 << 10) ? std::max<int64_t>(0, rows / 4 - 2) * perBlock : 0;
+      if (issued != expected) return QString("%1 lines requested, %2 expected").arg(issued).arg(expected);
+      if (std::memcmp(fast.data(), slow.data(), sizeof(float) * fast.size()) != 0) return "not the portable sums";
+      return {};
+    };
+    int ahead = 0;
+    for (int64_t rows : {1030, 300, 64})
+      for (int64_t k : {389, 768})
+        for (int64_t n : {1, 2, 5}) {
+          const QString what = QString(" rows %1 k %2 n %3: ").arg(rows).arg(k).arg(n);
+          QString f32 = check(float{}, rows, k, n), bf16 = check(uint16_t{}, rows, k, n);
+          QVERIFY2(f32.isEmpty(), qPrintable("f32" + what + f32));
+          QVERIFY2(bf16.isEmpty(), qPrintable("bf16" + what + bf16));
+          ahead += (rows * k * 4 >= (512 << 10)) + (rows * k * 2 >= (512 << 10));
+        }
+    QCOMPARE(ahead, 5 * 3);  // 1030 rows at both k and types, 300 rows only f32 at k 768; 64 never
+  }
+
   // Without AVX512-BF16, the LoRA expands are the sequential sums bit for bit (each output over
   // i in order, a multiply then an add): the AVX2 loops' eight outputs at a time, their tails
   // and the packed layout's blocks change nothing.

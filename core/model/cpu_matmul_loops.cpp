@@ -1,0 +1,202 @@
+// The products without the AVX-512 kernels (core/model/cpu_matmul.h): the portable loop and the
+// AVX2 loop that gives its sums bit for bit, eight lanes at a time.
+#include "core/model/cpu_matmul.h"
+#include "core/model/cpu_simd.h"
+
+#include <algorithm>
+#include <type_traits>
+
+namespace crosslab::model {
+namespace {
+
+// ---- portable ------------------------------------------------------------------------
+
+using simd::toFloat;
+
+// Eight partial sums along k, as the vector kernels keep several.
+template <class T>
+void portable(const T* w, int64_t rows, const MatmulRows<T>& x, float* y, int64_t ldy) {
+  const int64_t k = x.k;
+  for (int64_t b = 0; b < x.n; ++b)
+    for (int64_t r = 0; r < rows; ++r) {
+      const T* row = w + r * k;
+      const T* xb = x.x + b * k;
+      float acc[8] = {0, 0, 0, 0, 0, 0, 0, 0};
+      int64_t i = 0;
+      for (; i + 8 <= k; i += 8)
+        for (int j = 0; j < 8; ++j) acc[j] += toFloat(row[i + j]) * toFloat(xb[i + j]);
+      float s = 0;
+      for (; i < k; ++i) s += toFloat(row[i]) * toFloat(xb[i]);
+      for (float a : acc) s += a;
+      y[b * ldy + r] = s;
+    }
+}
+
+// ---- AVX2 without AVX-512: the portable loop's sums, eight lanes a time ------------------
+//
+// The same operations in the same order as portable() — per lane a product, then an add (no
+// FMA: its single rounding would change the bits), the tail in order, then the eight lanes in
+// order — so a machine without AVX-512 gets the portable loop's results at vector speed. Four
+// W rows against two X rows at a time (eight sums in flight: an add waits 3 cycles on the one
+// before in its sum), each X row read once for the four; every X row for a block of W rows
+// before the next block, so a batch streams W once, not once per row.
+
+using simd::aheadLinesOf;
+using simd::aheadOf;
+using simd::avx2Available;
+using simd::load8;
+using simd::prefetchLine;
+
+template <class T, class X>
+CROSSLAB_AVX2_TARGET inline float finishSum(__m256 acc, const T* row, const X* xb, int64_t from, int64_t k) {
+  alignas(32) float lanes[8];
+  _mm256_store_ps(lanes, acc);
+  float s = 0;
+  for (int64_t i = from; i < k; ++i) s += toFloat(row[i]) * toFloat(xb[i]);
+  for (float a : lanes) s += a;
+  return s;
+}
+
+// Four W rows against two X rows: eight independent sums, each W load used twice.
+template <class T, class X>
+CROSSLAB_AVX2_TARGET inline void fourByTwo(const T* w0, int64_t k, const X* x0, float* y0, float* y1) {
+  const int64_t k8 = k / 8 * 8;
+  const T *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
+  const X* x1 = x0 + k;
+  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
+  for (int64_t i = 0; i < k8; i += 8) {
+    const __m256 u = load8(x0 + i), v = load8(x1 + i);
+    const __m256 v0 = load8(w0 + i), v1 = load8(w1 + i), v2 = load8(w2 + i), v3 = load8(w3 + i);
+    a0 = _mm256_add_ps(a0, _mm256_mul_ps(v0, u));
+    b0 = _mm256_add_ps(b0, _mm256_mul_ps(v0, v));
+    a1 = _mm256_add_ps(a1, _mm256_mul_ps(v1, u));
+    b1 = _mm256_add_ps(b1, _mm256_mul_ps(v1, v));
+    a2 = _mm256_add_ps(a2, _mm256_mul_ps(v2, u));
+    b2 = _mm256_add_ps(b2, _mm256_mul_ps(v2, v));
+    a3 = _mm256_add_ps(a3, _mm256_mul_ps(v3, u));
+    b3 = _mm256_add_ps(b3, _mm256_mul_ps(v3, v));
+  }
+  y0[0] = finishSum(a0, w0, x0, k8, k);
+  y0[1] = finishSum(a1, w1, x0, k8, k);
+  y0[2] = finishSum(a2, w2, x0, k8, k);
+  y0[3] = finishSum(a3, w3, x0, k8, k);
+  y1[0] = finishSum(b0, w0, x1, k8, k);
+  y1[1] = finishSum(b1, w1, x1, k8, k);
+  y1[2] = finishSum(b2, w2, x1, k8, k);
+  y1[3] = finishSum(b3, w3, x1, k8, k);
+}
+
+// From memory (an LM head, or any matrix of a model larger than the caches) the hardware
+// prefetchers fall behind the four-by-two loop: they lose the four rows' streams each time the
+// loop turns to the next X pair and the W reads pause, and at one X row the four interleaved
+// streams alone do not keep enough lines in flight. So each block of four W rows requests the
+// lines of the block kAvx2AheadBlocks further on while it computes, paced over its work: a line
+// per 64 bytes of W its first pass reads at one X row, spread over the pairs at more. `taskset
+// -c 1 matmul_bench`, the 128256 x 768 LM head, bf16: 1 row 25.8 -> 12.8-14.1 ms, 8 rows
+// 51-61 -> 38-41 ms, 32 rows within noise. A matrix that stays in cache gains nothing and pays
+// the requests (3-15% on 2048 x 768 warm in L3), so only a share of W of kAvx2AheadMinBytes or
+// more reads ahead: every matrix of the peers' `small` preset but its K and V, none of the demo
+// model's.
+constexpr int64_t kAvx2AheadBlocks = 2;
+constexpr int64_t kAvx2AheadMinBytes = 512 << 10;
+thread_local int64_t tAvx2AheadLines = 0;  // detail::matmulAheadLinesIssued()
+
+// One block's requests: to(line) issues every line before `line` not issued yet.
+class BlockAhead {
+ public:
+  BlockAhead(uintptr_t base, int64_t lines) : base_(base), lines_(lines) {}
+  ~BlockAhead() { tAvx2AheadLines += next_; }
+  BlockAhead(const BlockAhead&) = delete;
+  BlockAhead& operator=(const BlockAhead&) = delete;
+  void to(int64_t line) {
+    for (line = std::min(line, lines_); next_ < line; ++next_) prefetchLine(base_, next_);
+  }
+  int64_t next() const { return next_; }
+
+ private:
+  uintptr_t base_;
+  int64_t lines_, next_ = 0;
+};
+
+// W [rows, k] against X [n, k]: T and X each fp32 or bf16 bits (widened as loaded).
+template <class T, class X>
+CROSSLAB_AVX2_TARGET void avx2RowsOf(const T* w, int64_t rows, const X* xs, int64_t n, int64_t k, float* y,
+                                     int64_t ldy) {
+  const int64_t k8 = k / 8 * 8;
+  const bool readAhead = rows * k * int64_t(sizeof(T)) >= kAvx2AheadMinBytes;
+  const int64_t blockLines = aheadLinesOf<T>(4 * k), pairs = n / 2;
+  constexpr int64_t kLinesPerStep = 4 * 8 * int64_t(sizeof(T)) / 64;  // W bytes one step of k reads
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) {
+    const T *w0 = w + r * k, *w1 = w0 + k, *w2 = w1 + k, *w3 = w2 + k;
+    const bool inW = r + 4 * (kAvx2AheadBlocks + 1) <= rows;  // the block ahead lies within W
+    BlockAhead ahead(aheadOf(w, (r + 4 * kAvx2AheadBlocks) * k), readAhead && inW ? blockLines : 0);
+    int64_t b = 0;
+    for (; b + 2 <= n; b += 2) {
+      ahead.to(blockLines * (b / 2 + 1) / pairs);
+      fourByTwo(w0, k, xs + b * k, y + b * ldy + r, y + (b + 1) * ldy + r);
+    }
+    for (; b < n; ++b) {
+      const X* xb = xs + b * k;
+      __m256 a0 = _mm256_setzero_ps(), a1 = _mm256_setzero_ps(), a2 = _mm256_setzero_ps(), a3 = _mm256_setzero_ps();
+      int64_t line = ahead.next();
+      for (int64_t i = 0; i < k8; i += 8) {
+        line += kLinesPerStep;
+        ahead.to(line);
+        const __m256 xv = load8(xb + i);
+        a0 = _mm256_add_ps(a0, _mm256_mul_ps(load8(w0 + i), xv));
+        a1 = _mm256_add_ps(a1, _mm256_mul_ps(load8(w1 + i), xv));
+        a2 = _mm256_add_ps(a2, _mm256_mul_ps(load8(w2 + i), xv));
+        a3 = _mm256_add_ps(a3, _mm256_mul_ps(load8(w3 + i), xv));
+      }
+      ahead.to(blockLines);
+      float* yb = y + b * ldy + r;
+      yb[0] = finishSum(a0, w0, xb, k8, k);
+      yb[1] = finishSum(a1, w1, xb, k8, k);
+      yb[2] = finishSum(a2, w2, xb, k8, k);
+      yb[3] = finishSum(a3, w3, xb, k8, k);
+    }
+  }
+  for (; r < rows; ++r) {
+    const T* w0 = w + r * k;
+    for (int64_t b = 0; b < n; ++b) {
+      const X* xb = xs + b * k;
+      __m256 a0 = _mm256_setzero_ps();
+      for (int64_t i = 0; i < k8; i += 8) a0 = _mm256_add_ps(a0, _mm256_mul_ps(load8(w0 + i), load8(xb + i)));
+      y[b * ldy + r] = finishSum(a0, w0, xb, k8, k);
+    }
+  }
+}
+
+// bf16 X given as fp32 (MatmulRows::widened) is read as it is: the widening of X's values at
+// every use is gone (a ninth of the four-by-two loop's vector work); the products are the same.
+template <class T>
+CROSSLAB_AVX2_TARGET void avx2Rows(const T* w, int64_t rows, const MatmulRows<T>& x, float* y, int64_t ldy) {
+  if constexpr (std::is_same_v<T, float>)
+    avx2RowsOf(w, rows, x.x, x.n, x.k, y, ldy);
+  else if (x.widened)
+    avx2RowsOf(w, rows, x.widened, x.n, x.k, y, ldy);
+  else
+    avx2RowsOf(w, rows, x.x, x.n, x.k, y, ldy);
+}
+
+}  // namespace
+
+namespace detail {
+bool avx2RowsAvailable() { return avx2Available(); }
+int64_t matmulAheadLinesIssued() { return tAvx2AheadLines; }
+void matmulRowsAvx2(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy) {
+  avx2Rows(w, rows, x, y, ldy);
+}
+void matmulRowsAvx2(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy) {
+  avx2Rows(w, rows, x, y, ldy);
+}
+void matmulRowsPortable(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy) {
+  portable(w, rows, x, y, ldy);
+}
+void matmulRowsPortable(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy) {
+  portable(w, rows, x, y, ldy);
+}
+}  // namespace detail
+
+}  // namespace crosslab::model
