@@ -341,8 +341,9 @@ class TestCpuMatmul : public QObject {
   }
 
   // Without AVX-512, the AVX2 loop gives the portable loop's sums bit for bit: rows in and out
-  // of its blocks of four, k with and without a tail of fewer than eight, one and many X rows;
-  // bf16 also with X given as fp32 (MatmulRows::widened).
+  // of its blocks of four, k with and without a tail of fewer than eight, one and many X rows
+  // (at 8+ a bf16 W is widened a slice of k at a time: one slice, and three for k 2100); bf16
+  // also with X given as fp32 (MatmulRows::widened).
   void avx2RowsArePortableBitForBit() {
     if (!detail::avx2RowsAvailable()) QSKIP("no AVX2");
     const auto check = [](auto tag, int64_t rows, int64_t k, int64_t n) {
@@ -370,14 +371,14 @@ class TestCpuMatmul : public QObject {
     };
     int checked = 0;
     for (int64_t rows : {1, 3, 4, 9, 64})
-      for (int64_t k : {1, 7, 8, 33, 128, 389})
+      for (int64_t k : {1, 7, 8, 33, 128, 389, 2100})  // 2100: a bf16 W widened in three slices
         for (int64_t n : {1, 2, 5, 12}) {
           const QString what = QString("rows %1 k %2 n %3").arg(rows).arg(k).arg(n);
           QVERIFY2(check(float{}, rows, k, n), qPrintable("f32 " + what));
           QVERIFY2(check(uint16_t{}, rows, k, n), qPrintable("bf16 " + what));
           checked += 2;
         }
-    QCOMPARE(checked, 5 * 6 * 4 * 2);
+    QCOMPARE(checked, 5 * 7 * 4 * 2);
   }
 
   // A W share of 512 KB or more (an LM head, a larger model's matrices) makes the AVX2 loop
