@@ -133,8 +133,7 @@ constexpr int64_t kWidenFrom = 8;     // X rows
 constexpr int64_t kWidenSlice = 1024;  // k values a slice at most: four rows widened = 16 KB
 constexpr int64_t kWidenPad = 16;      // floats past each widened row
 
-// The pair's (two X rows') or the single row's sums over one slice [c, c + len): started from
-// zero at k's first slice or from `carry`, then left in `carry`, or at k's end finished into y.
+// One slice [c, c + len) of k for a pair of X rows or a single one.
 struct SliceSums {
   const float* wide;  // four widened rows, ld apart, the slice's first value at [0]
   int64_t ld, c, len;
@@ -143,15 +142,39 @@ struct SliceSums {
   int64_t k, k8;
 };
 
+// A slice's four sums of one X row start from zero at k's first slice, else from `carry`; at
+// its end they are finished into y at k's end, else stored to `carry`.
+CROSSLAB_AVX2_TARGET inline void startSlice(const SliceSums& sl, const float* carry, __m256& a0, __m256& a1,
+                                            __m256& a2, __m256& a3) {
+  if (sl.first) {
+    a0 = a1 = a2 = a3 = _mm256_setzero_ps();
+    return;
+  }
+  a0 = load8(carry), a1 = load8(carry + 8), a2 = load8(carry + 16), a3 = load8(carry + 24);
+}
+
+template <class X>
+CROSSLAB_AVX2_TARGET inline void endSlice(const SliceSums& sl, const X* xb, __m256 a0, __m256 a1, __m256 a2,
+                                          __m256 a3, float* carry, float* yb) {
+  if (sl.last) {
+    const uint16_t *w0 = sl.w0, *w1 = w0 + sl.k, *w2 = w1 + sl.k, *w3 = w2 + sl.k;
+    yb[0] = finishSum(a0, w0, xb, sl.k8, sl.k);
+    yb[1] = finishSum(a1, w1, xb, sl.k8, sl.k);
+    yb[2] = finishSum(a2, w2, xb, sl.k8, sl.k);
+    yb[3] = finishSum(a3, w3, xb, sl.k8, sl.k);
+    return;
+  }
+  _mm256_storeu_ps(carry, a0), _mm256_storeu_ps(carry + 8, a1), _mm256_storeu_ps(carry + 16, a2);
+  _mm256_storeu_ps(carry + 24, a3);
+}
+
 template <class X>
 CROSSLAB_AVX2_TARGET inline void widenedFourByTwo(const SliceSums& sl, const X* x0, const X* x1, float* carry,
                                                   float* y0, float* y1) {
   const float *v0 = sl.wide, *v1 = v0 + sl.ld, *v2 = v1 + sl.ld, *v3 = v2 + sl.ld;
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0, b0 = a0, b1 = a0, b2 = a0, b3 = a0;
-  if (!sl.first) {
-    a0 = load8(carry), a1 = load8(carry + 8), a2 = load8(carry + 16), a3 = load8(carry + 24);
-    b0 = load8(carry + 32), b1 = load8(carry + 40), b2 = load8(carry + 48), b3 = load8(carry + 56);
-  }
+  __m256 a0, a1, a2, a3, b0, b1, b2, b3;
+  startSlice(sl, carry, a0, a1, a2, a3);
+  startSlice(sl, carry + 32, b0, b1, b2, b3);
   const X *u0 = x0 + sl.c, *u1 = x1 + sl.c;
   for (int64_t i = 0; i < sl.len; i += 8) {
     const __m256 u = load8(u0 + i), v = load8(u1 + i);
@@ -166,28 +189,15 @@ CROSSLAB_AVX2_TARGET inline void widenedFourByTwo(const SliceSums& sl, const X* 
     a3 = _mm256_add_ps(a3, _mm256_mul_ps(m3, u));
     b3 = _mm256_add_ps(b3, _mm256_mul_ps(m3, v));
   }
-  if (sl.last) {
-    const uint16_t *w0 = sl.w0, *w1 = w0 + sl.k, *w2 = w1 + sl.k, *w3 = w2 + sl.k;
-    y0[0] = finishSum(a0, w0, x0, sl.k8, sl.k);
-    y0[1] = finishSum(a1, w1, x0, sl.k8, sl.k);
-    y0[2] = finishSum(a2, w2, x0, sl.k8, sl.k);
-    y0[3] = finishSum(a3, w3, x0, sl.k8, sl.k);
-    y1[0] = finishSum(b0, w0, x1, sl.k8, sl.k);
-    y1[1] = finishSum(b1, w1, x1, sl.k8, sl.k);
-    y1[2] = finishSum(b2, w2, x1, sl.k8, sl.k);
-    y1[3] = finishSum(b3, w3, x1, sl.k8, sl.k);
-    return;
-  }
-  _mm256_storeu_ps(carry, a0), _mm256_storeu_ps(carry + 8, a1), _mm256_storeu_ps(carry + 16, a2);
-  _mm256_storeu_ps(carry + 24, a3), _mm256_storeu_ps(carry + 32, b0), _mm256_storeu_ps(carry + 40, b1);
-  _mm256_storeu_ps(carry + 48, b2), _mm256_storeu_ps(carry + 56, b3);
+  endSlice(sl, x0, a0, a1, a2, a3, carry, y0);
+  endSlice(sl, x1, b0, b1, b2, b3, carry + 32, y1);
 }
 
 template <class X>
 CROSSLAB_AVX2_TARGET inline void widenedFourByOne(const SliceSums& sl, const X* x0, float* carry, float* y0) {
   const float *v0 = sl.wide, *v1 = v0 + sl.ld, *v2 = v1 + sl.ld, *v3 = v2 + sl.ld;
-  __m256 a0 = _mm256_setzero_ps(), a1 = a0, a2 = a0, a3 = a0;
-  if (!sl.first) a0 = load8(carry), a1 = load8(carry + 8), a2 = load8(carry + 16), a3 = load8(carry + 24);
+  __m256 a0, a1, a2, a3;
+  startSlice(sl, carry, a0, a1, a2, a3);
   const X* u0 = x0 + sl.c;
   for (int64_t i = 0; i < sl.len; i += 8) {
     const __m256 u = load8(u0 + i);
@@ -196,16 +206,7 @@ CROSSLAB_AVX2_TARGET inline void widenedFourByOne(const SliceSums& sl, const X* 
     a2 = _mm256_add_ps(a2, _mm256_mul_ps(_mm256_load_ps(v2 + i), u));
     a3 = _mm256_add_ps(a3, _mm256_mul_ps(_mm256_load_ps(v3 + i), u));
   }
-  if (sl.last) {
-    const uint16_t *w0 = sl.w0, *w1 = w0 + sl.k, *w2 = w1 + sl.k, *w3 = w2 + sl.k;
-    y0[0] = finishSum(a0, w0, x0, sl.k8, sl.k);
-    y0[1] = finishSum(a1, w1, x0, sl.k8, sl.k);
-    y0[2] = finishSum(a2, w2, x0, sl.k8, sl.k);
-    y0[3] = finishSum(a3, w3, x0, sl.k8, sl.k);
-    return;
-  }
-  _mm256_storeu_ps(carry, a0), _mm256_storeu_ps(carry + 8, a1), _mm256_storeu_ps(carry + 16, a2);
-  _mm256_storeu_ps(carry + 24, a3);
+  endSlice(sl, x0, a0, a1, a2, a3, carry, y0);
 }
 
 // One block of four bf16 W rows (w0 the first) against every X row, widened a slice at a time;
