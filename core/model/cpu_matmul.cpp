@@ -208,6 +208,8 @@ CROSSLAB_BF16_TARGET void bf16Tiles(const uint16_t* w, int64_t rows, int64_t k, 
 // one line per step of k, the lines of the tile kAheadTiles further on (prefetches past W's end
 // are harmless: they never fault). 128256 x 64, 32 rows, one thread (bench/matmul_bench): bf16
 // 74-75 -> 99-105 GFLOP/s with the transposed stores above.
+// A tile requests one line per step of k while it has steps: all of aheadLinesOf's lines but, at
+// NW = 16, the last one.
 constexpr int64_t kAheadTiles = 2;
 // n >= 16, one chunk of m <= 64 X rows packed (NV = npad / 16 vectors per k pair): NW W rows
 // at a time, each pair of W values broadcast against the NV vectors.

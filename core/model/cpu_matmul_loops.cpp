@@ -122,13 +122,14 @@ class BlockAhead {
 // into a buffer that stays in L1, and every X pair reads it there, instead of widening the same
 // weights again for every pair (at bf16 the four-by-two loop spends a third of its vector
 // operations on that). The buffer's rows are padded 16 floats past their length, so that rows
-// of 1 024 values do not lie 4 KB apart (the same cache sets). A k longer than a slice carries each pair's eight sums in memory from one slice to the
-// next (stored and loaded as vectors: each lane still adds its products in k's order), and the
-// last slice finishes them as finishSum does: the same sums, bit for bit. `taskset -c 1
-// matmul_bench`, bf16, 32 rows: 2048 x 768 2.3-3.4 -> 1.8-2.1 ms, 768 x 2048 2.2-2.3 -> 1.8-2.0,
-// the 128256 x 768 LM head 139-162 -> 116-129; 8 rows 1.0-1.3x. In the engine less
-// (`batch_bench`, 4 rounds alternated, medians): the demo model bf16 1.13x at 8 and 32 streams,
-// `small` bf16 1.0x at 8 and 1.03x at 32.
+// of 1 024 values do not lie 4 KB apart (the same cache sets). A k longer than a slice carries
+// each pair's eight sums in memory from one slice to the next (stored and loaded as vectors:
+// each lane still adds its products in k's order), and the last slice finishes them as
+// finishSum does: the same sums, bit for bit. `taskset -c 1 matmul_bench`, bf16, 32 rows:
+// 2048 x 768 2.3-3.4 -> 1.8-2.1 ms, 768 x 2048 2.2-2.3 -> 1.8-2.0, the 128256 x 768 LM head
+// 139-162 -> 116-129; 8 rows 1.0-1.3x. In the engine less (`batch_bench`, 4 rounds
+// alternated, medians): the demo model bf16 1.13x at 8 and 32 streams, `small` bf16 1.0x at 8
+// and 1.03x at 32.
 constexpr int64_t kWidenFrom = 8;     // X rows
 constexpr int64_t kWidenSlice = 1024;  // k values a slice at most: four rows widened = 16 KB
 constexpr int64_t kWidenPad = 16;      // floats past each widened row
@@ -217,8 +218,8 @@ CROSSLAB_AVX2_TARGET void widenedBlock(const uint16_t* w0, const X* xs, int64_t 
   const int64_t k8 = k / 8 * 8, slices = (k8 + kWidenSlice - 1) / kWidenSlice;
   const int64_t slice = (k8 / 8 + slices - 1) / slices * 8, ld = slice + kWidenPad, pairs = n / 2;
   alignas(32) float wide[4 * (kWidenSlice + kWidenPad)];
-  thread_local std::vector<float> carried;  // 32 floats (four vectors) per X row
-  if (slices > 1 && carried.size() < size_t(32 * n)) carried.resize(size_t(32 * n));
+  thread_local std::vector<float> carried;  // 32 floats (four vectors) per X row; read past one slice
+  if (carried.size() < size_t(32 * n)) carried.resize(size_t(32 * n));
   for (int64_t c = 0; c < k8; c += slice) {
     const int64_t len = std::min(slice, k8 - c);
     for (int q = 0; q < 4; ++q)
