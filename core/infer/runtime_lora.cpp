@@ -1,14 +1,17 @@
 #include "core/infer/runtime_lora.h"
 
 #include <ATen/ATen.h>
+#include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <fstream>
 #include <map>
 #include <stdexcept>
 
 #include "core/model/adapter_config.h"
+#include "core/model/cpu_elementwise.h"
 #include "core/model/cpu_matmul.h"
 #include "core/model/safetensors.h"
 
@@ -43,6 +46,36 @@ const at::Tensor& weightOf(const model::LlamaLayerWeights& w, Proj p) {
     case Proj::Up: return w.wUp;
     default: return w.wDown;
   }
+}
+
+// x Aᵀ (scaling·B)ᵀ, each product rounded to x's dtype as at::matmul rounds it. Where the
+// projections run x's rows through our kernels (model::projectSums: in bf16 without
+// AVX512-BF16 every prefill and op-by-op step, where libtorch's bf16 product runs at 4-5
+// GFLOP/s), so do these two products: the shrink through the row kernels, the expand through
+// the fused step's (expandBf16 / matmulTransposed over B as loaded for it) — the fused step's
+// sums. Elsewhere at::matmul.
+at::Tensor loraTerm(const LoraModule& mod, const at::Tensor& x) {
+  const bool bf16 = x.scalar_type() == at::kBFloat16;
+  at::Tensor mid;  // [..., r]: the shrink's fp32 sums
+  if ((bf16 ? mod.bPacked : mod.bt).defined()) mid = model::projectSums(x, mod.a);
+  if (!mid.defined()) return at::matmul(at::matmul(x, mod.a.t()), mod.b.t());
+  const int64_t r = mod.a.size(0), out = mod.b.size(0), n = mid.numel() / r;
+  float* mp = mid.data_ptr<float>();
+  if (bf16) model::roundBf16(mp, mid.numel());  // the shrink's bf16 result, held as floats
+  at::Tensor y = at::empty({n, out}, x.options().dtype(at::kFloat));
+  float* yp = y.data_ptr<float>();
+  // each thread's rows worth >= 1M multiply-adds (matmulGrain's measure)
+  const int64_t grain = std::max<int64_t>(1, (int64_t(1) << 20) / std::max<int64_t>(1, r * out));
+  at::parallel_for(0, n, grain, [&](int64_t b, int64_t e) {
+    if (bf16)
+      model::expandBf16(reinterpret_cast<const uint16_t*>(mod.bPacked.data_ptr<at::BFloat16>()), r, out, mp + b * r,
+                        e - b, yp + b * out, out);
+    else
+      model::matmulTransposed(mod.bt.data_ptr<float>(), r, out, mp + b * r, e - b, yp + b * out, out);
+  });
+  std::vector<int64_t> shape = x.sizes().vec();
+  shape.back() = out;
+  return y.to(x.scalar_type()).view(shape);
 }
 
 }  // namespace
@@ -143,9 +176,8 @@ at::Tensor BatchLoraDelta::delta(size_t layer, model::Proj proj, const at::Tenso
   for (const auto& g : groups_) {
     const LoraModule& mod = adapters_[size_t(g.adapter)].layers[layer][size_t(proj)];
     if (!mod.a.defined()) continue;
-    if (wholeBatch_) return at::matmul(at::matmul(x, mod.a.t()), mod.b.t());
-    const at::Tensor xs = x.index_select(0, g.rows);                       // [n, T, in]
-    const at::Tensor d = at::matmul(at::matmul(xs, mod.a.t()), mod.b.t());  // [n, T, out]
+    if (wholeBatch_) return loraTerm(mod, x);
+    const at::Tensor d = loraTerm(mod, x.index_select(0, g.rows));  // [n, T, out]
     if (!out.defined()) out = at::zeros({x.size(0), x.size(1), d.size(2)}, d.options());
     out.index_copy_(0, g.rows, d);
   }

@@ -111,20 +111,29 @@ at::Tensor projectRows(const at::Tensor& x, const at::Tensor& w) {
   return y.view(shape);
 }
 
-// y = x W^T + b: a single row (batch-1 decode) through projectRows, otherwise at::linear —
-// except in bf16 on a CPU without AVX512-BF16, where every row count goes through projectRows:
-// there libtorch 1.13's bf16 product ran at 4-5 GFLOP/s (batch_bench's aten_gemm_gflop_s on the
-// AVX2-only VM) against 38-64 for our AVX2 loop on two threads, and a bf16 model's prefill
-// spent most of a short benchmark in it (the peers' `small` preset, 32 streams of 64 tokens:
-// 42% of the run).
+// y = x W^T + b, rounded once to x's dtype: through projectSums where it applies, otherwise
+// at::linear.
 at::Tensor project(const at::Tensor& x, const at::Tensor& w, const at::Tensor& b) {
-  const int64_t maxRows =
-      x.scalar_type() == at::kBFloat16 && !bf16KernelsAvailable() ? std::numeric_limits<int64_t>::max() : 1;
-  if (!kernelRowsApply(x, w, maxRows)) return b.defined() ? at::linear(x, w, b) : at::linear(x, w);
-  at::Tensor y = projectRows(x, w);
+  at::Tensor y = projectSums(x, w);
+  if (!y.defined()) return b.defined() ? at::linear(x, w, b) : at::linear(x, w);
   if (b.defined()) y = y + b.to(at::kFloat);
   return y.to(x.scalar_type());  // bf16: one rounding, as the bf16 matmul does
 }
+
+}  // namespace
+
+// A single row (batch-1 decode) through projectRows, otherwise none — except in bf16 on a CPU
+// without AVX512-BF16, where every row count goes through projectRows: there libtorch 1.13's
+// bf16 product ran at 4-5 GFLOP/s (batch_bench's aten_gemm_gflop_s on the AVX2-only VM)
+// against 38-64 for our AVX2 loop on two threads, and a bf16 model's prefill spent most of a
+// short benchmark in it (the peers' `small` preset, 32 streams of 64 tokens: 42% of the run).
+at::Tensor projectSums(const at::Tensor& x, const at::Tensor& w) {
+  const int64_t maxRows =
+      x.scalar_type() == at::kBFloat16 && !bf16KernelsAvailable() ? std::numeric_limits<int64_t>::max() : 1;
+  return kernelRowsApply(x, w, maxRows) ? projectRows(x, w) : at::Tensor();
+}
+
+namespace {
 
 // RMSNorm in fp32, cast back, then scaled (transformers' LlamaRMSNorm order).
 at::Tensor rmsNorm(const at::Tensor& x, const at::Tensor& weight, double eps) {

@@ -59,6 +59,12 @@ struct LoraRows {
   const std::vector<int64_t>* rows = nullptr;  // batch rows, ascending
 };
 
+// The fp32 sums of x Wᵀ ([..., out], not rounded) through our row kernels where the model's
+// projections take them for x's rows (one row; in bf16 on a CPU without AVX512-BF16, any
+// number: there libtorch's bf16 product is several times slower); an undefined tensor where
+// they use at::linear. W [out, in] contiguous, x's dtype, no autograd.
+at::Tensor projectSums(const at::Tensor& x, const at::Tensor& w);
+
 class ProjectionDelta {
  public:
   virtual ~ProjectionDelta() = default;
