@@ -348,6 +348,96 @@ class TestBatchedDecode : public QObject {
     }
   }
 
+  // The op-by-op path's runtime LoRA terms (BatchLoraDelta::delta: prefill, and decode steps
+  // the fused step does not take) against each product computed in double and rounded where
+  // at::matmul's result is stored: round(round(x Aᵀ) Bᵀ) in bf16 (where the CPU lacks
+  // AVX512-BF16, through our row kernels and the fused step's expand), x Aᵀ Bᵀ in fp32. Every
+  // adapted projection of two layers, 1-7 batch rows of 1 or 5 positions, one adapter for all
+  // rows (no gather) and a mix with rows of none (exactly zero there).
+  void loraDeltaRoundsAsTheMatmuls_data() {
+    QTest::addColumn<QString>("dtype");
+    QTest::newRow("f32") << "f32";
+    QTest::newRow("bf16") << "bf16";
+  }
+  void loraDeltaRoundsAsTheMatmuls() {
+    QFETCH(QString, dtype);
+    const bool bf16 = dtype == "bf16";
+    const at::ScalarType st = bf16 ? at::kBFloat16 : at::kFloat;
+    c10::InferenceMode guard;
+    model::LlamaModel m = model::LlamaModel::load(dir_, st, at::kCPU);
+    std::vector<infer::LoraAdapter> adapters;
+    for (size_t i = 0; i < adapters_.size(); ++i)
+      adapters.push_back(infer::loadLoraAdapter("a" + std::to_string(i), adapters_[i], m));
+    const auto round = [&](double v) { return bf16 ? double(at::BFloat16(float(v))) : double(float(v)); };
+    std::mt19937 rng(11);
+    std::normal_distribution<float> normal(0.0f, 1.0f);
+    int64_t values = 0, exact = 0, zeros = 0;
+    double worst = 0;  // |d - reference| / its bound
+    for (const std::vector<int>& rowAdapter : std::vector<std::vector<int>>{{1}, {0, 0, 0, 0}, {-1, 0, 1, -1, 1, 0, 0}})
+      for (int64_t T : {1, 5}) {
+        const int64_t B = int64_t(rowAdapter.size());
+        const infer::BatchLoraDelta delta(adapters, rowAdapter, at::kCPU);
+        for (size_t layer : {size_t(0), size_t(1)})
+          for (int pi = 0; pi < 7; ++pi) {
+            const auto p = model::Proj(pi);
+            const int64_t in = p == model::Proj::Down ? spec_.intermediate : spec_.hidden;  // O reads heads·hd = hidden
+            std::vector<float> xv(size_t(B * T * in));
+            for (auto& v : xv) v = float(round(normal(rng)));
+            const at::Tensor x = at::tensor(xv).view({B, T, in}).to(st);
+            const at::Tensor d = delta.delta(layer, p, x);
+            QVERIFY(d.defined());
+            QCOMPARE(d.scalar_type(), st);
+            const at::Tensor df = d.to(at::kFloat).contiguous();
+            const int64_t out = df.size(2);
+            QCOMPARE(df.sizes().vec(), (std::vector<int64_t>{B, T, out}));
+            const float* dp = df.data_ptr<float>();
+            for (int64_t b = 0; b < B; ++b) {
+              const int a = rowAdapter[size_t(b)];
+              if (a < 0) {
+                for (int64_t i = 0; i < T * out; ++i) QCOMPARE(dp[b * T * out + i], 0.0f);
+                zeros += T * out;
+                continue;
+              }
+              const infer::LoraModule& mod = adapters[size_t(a)].layers[layer][size_t(pi)];
+              QVERIFY(mod.a.defined());
+              const at::Tensor af = mod.a.to(at::kFloat).contiguous(), bf = mod.b.to(at::kFloat).contiguous();
+              const int64_t r = af.size(0);
+              const float *ap = af.data_ptr<float>(), *bp = bf.data_ptr<float>();
+              for (int64_t t = 0; t < T; ++t) {
+                const float* xr = xv.data() + (b * T + t) * in;
+                std::vector<double> mid(static_cast<size_t>(r));
+                for (int64_t i = 0; i < r; ++i) {
+                  double sum = 0;
+                  for (int64_t j = 0; j < in; ++j) sum += double(xr[j]) * double(ap[i * in + j]);
+                  mid[size_t(i)] = round(sum);
+                }
+                for (int64_t o = 0; o < out; ++o) {
+                  double sum = 0, mass = 0;
+                  for (int64_t i = 0; i < r; ++i) {
+                    sum += mid[size_t(i)] * double(bp[o * r + i]);
+                    mass += std::fabs(mid[size_t(i)] * double(bp[o * r + i]));
+                  }
+                  const double want = round(sum), got = dp[(b * T + t) * out + o];
+                  // a flip of the final rounding (one bf16 step: 2^-7 relative), and of some of
+                  // the shrink's (2^-8 of each term); fp32: summation order
+                  const double bound = bf16 ? std::ldexp(std::fabs(want), -7) + std::ldexp(mass, -8) : 1e-5 * mass + 1e-30;
+                  worst = std::max(worst, std::fabs(got - want) / bound);
+                  exact += got == want;
+                  ++values;
+                }
+              }
+            }
+          }
+      }
+    qInfo("%s: %lld of %lld adapted values as the double-precision reference rounds them, the rest within %.3g of "
+          "their bound; %lld values of rows without an adapter zero",
+          qPrintable(dtype), (long long)exact, (long long)values, worst, (long long)zeros);
+    QVERIFY2(worst <= 1.0, qPrintable(QString::number(worst)));
+    if (bf16)  // a flip is rare: sums in fp32 land within a rounding step's edge now and then
+      QVERIFY2(double(exact) >= 0.97 * double(values), qPrintable(QString("%1 of %2").arg(exact).arg(values)));
+    QVERIFY(zeros > 0);
+  }
+
   // A cache row that is full is refused before anything is written, as op by op.
   void fullCacheRowIsRefused() {
     c10::InferenceMode guard;
