@@ -96,7 +96,10 @@ CROSSLAB_AVX2_TARGET inline void fourByTwo(const T* w0, int64_t k, const X* x0, 
 // 51-61 -> 38-41 ms, 32 rows within noise. A matrix that stays in cache gains nothing and pays
 // the requests (3-15% on 2048 x 768 warm in L3), so only a share of W of kAvx2AheadMinBytes or
 // more reads ahead: every matrix of the peers' `small` preset but its K and V, none of the demo
-// model's.
+// model's. Nor an f32 W at one X row: its four streams of fp32 rows keep the hardware prefetch
+// busy enough, and the requests only slowed it (`matmul_bench`, one thread, the 1B shapes'
+// 2048 x 8192 down projection: 17-18 GB/s with them, 28-29 without; `engine_bench` on the 1B
+// shapes in f32, two threads: 5.4 -> 6.0-7.0 tok/s).
 constexpr int64_t kAvx2AheadBlocks = 2;
 constexpr int64_t kAvx2AheadMinBytes = 512 << 10;
 thread_local int64_t tAvx2AheadLines = 0;  // detail::matmulAheadLinesIssued()
@@ -239,7 +242,8 @@ template <class T, class X>
 CROSSLAB_AVX2_TARGET void avx2RowsOf(const T* w, int64_t rows, const X* xs, int64_t n, int64_t k, float* y,
                                      int64_t ldy) {
   const int64_t k8 = k / 8 * 8;
-  const bool readAhead = rows * k * int64_t(sizeof(T)) >= kAvx2AheadMinBytes;
+  const bool readAhead =
+      rows * k * int64_t(sizeof(T)) >= kAvx2AheadMinBytes && (std::is_same_v<T, uint16_t> || n > 1);
   const int64_t blockLines = aheadLinesOf<T>(4 * k), pairs = n / 2;
   constexpr int64_t kLinesPerStep = 4 * 8 * int64_t(sizeof(T)) / 64;  // W bytes one step of k reads
   int64_t r = 0;

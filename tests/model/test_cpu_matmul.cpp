@@ -402,7 +402,10 @@ class TestCpuMatmul : public QObject {
       detail::matmulRowsPortable(w.data(), rows, xr, slow.data(), rows);
       const int64_t bytes = rows * k * int64_t(sizeof(T));
       const int64_t perBlock = (4 * k * int64_t(sizeof(T)) + 63) / 64 + 1;
-      const int64_t expected = bytes >= (512 << 10) ? std::max<int64_t>(0, rows / 4 - 2) * perBlock : 0;
+      // an f32 W at one X row is not read ahead: there the requests slowed the hardware's own
+      // prefetch (the 1B shapes' down projection, one thread: 17-18 GB/s with, 28-29 without)
+      const bool reads = bytes >= (512 << 10) && (std::is_same_v<T, uint16_t> || n > 1);
+      const int64_t expected = reads ? std::max<int64_t>(0, rows / 4 - 2) * perBlock : 0;
       if (issued != expected) return QString("%1 lines requested, %2 expected").arg(issued).arg(expected);
       if (std::memcmp(fast.data(), slow.data(), sizeof(float) * fast.size()) != 0) return "not the portable sums";
       return {};
@@ -415,9 +418,10 @@ class TestCpuMatmul : public QObject {
           QString f32 = check(float{}, rows, k, n), bf16 = check(uint16_t{}, rows, k, n);
           QVERIFY2(f32.isEmpty(), qPrintable("f32" + what + f32));
           QVERIFY2(bf16.isEmpty(), qPrintable("bf16" + what + bf16));
-          ahead += (rows * k * 4 >= (512 << 10)) + (rows * k * 2 >= (512 << 10));
+          ahead += (rows * k * 4 >= (512 << 10) && n > 1) + (rows * k * 2 >= (512 << 10));
         }
-    QCOMPARE(ahead, 5 * 4);  // 1030 rows at both k and types, 300 rows only f32 at k 768; 64 never
+    // 1030 rows at both k and types, 300 rows only f32 at k 768; 64 never; f32 not at one X row
+    QCOMPARE(ahead, 3 * 3 + 2 * 4);
   }
 
   // Without AVX512-BF16, the LoRA expands are the sequential sums bit for bit (each output over
