@@ -372,18 +372,15 @@ CROSSLAB_AVX2_TARGET void transposeRows8(const T* k, int64_t hd, float* kt) {
 // One head's scores for B blocks of eight rows, transposed (B × [hd][8]; bf16 widened): a lane
 // per row, each summed over d in order; B independent sums so that the adds do not wait on each
 // other.
+template <class T>
+struct KeyBlocks {
+  const T* kt;
+  int64_t hd;
+  CROSSLAB_AVX2_TARGET __m256 at(int64_t d, int b) const { return simd::load8(kt + (b * hd + d) * 8); }
+};
 template <int B, class T>
 CROSSLAB_AVX2_TARGET inline void scoreBlocks(const float* qh, const T* kt, int64_t hd, float* sh) {
-  __m256 acc[B];
-  #pragma GCC unroll 8
-  for (int b = 0; b < B; ++b) acc[b] = _mm256_setzero_ps();
-  for (int64_t d = 0; d < hd; ++d) {
-    const __m256 qd = _mm256_set1_ps(qh[d]);
-    #pragma GCC unroll 8
-    for (int b = 0; b < B; ++b) acc[b] = _mm256_add_ps(acc[b], _mm256_mul_ps(qd, simd::load8(kt + (b * hd + d) * 8)));
-  }
-  #pragma GCC unroll 8
-  for (int b = 0; b < B; ++b) _mm256_storeu_ps(sh + 8 * b, acc[b]);
+  simd::broadcastSums<B>(KeyBlocks<T>{kt, hd}, hd, qh, sh);
 }
 
 // Scores: the cached rows transposed eight at a time (up to four blocks, once for all the

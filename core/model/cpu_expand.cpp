@@ -166,69 +166,53 @@ void expandPortable(const uint16_t* packed, int64_t k, int64_t out, const float*
 // in flight — one alone waits 3 cycles on its previous add at every i (the demo model's runtime
 // LoRA at 8-32 streams spent a fifth of the step in these loops while they did a single vector).
 
-// Eight outputs' values of one i: from Bᵀ [k, out] (fp32 or bf16) ...
+// Eight outputs' values of one i, group g of eight from an output j on: from Bᵀ [k, out] (fp32 or
+// bf16) ...
 template <class T>
 struct TransposedSource {
-  const T* wt;
+  const T* wt;  // Bᵀ's column j
   int64_t out;
-  CROSSLAB_AVX2_TARGET __m256 at(int64_t i, int64_t j) const { return load8(wt + i * out + j); }
+  CROSSLAB_AVX2_TARGET __m256 at(int64_t i, int g) const { return load8(wt + i * out + 8 * g); }
 };
 // ... or from packExpandBf16's layout: within a block of 64 outputs, eight consecutive outputs'
 // values of one i lie in eight 32-bit lanes (the high half for an even i, the low half for an
 // odd one); blocks are zero padded, so every load of a block stays inside B.
 struct PackedSource {
-  const uint16_t* packed;
-  int64_t pairs;
-  CROSSLAB_AVX2_TARGET __m256 at(int64_t i, int64_t j) const {
-    const uint16_t* lanes = packed + (j / kExpandBlock) * pairs * 2 * kExpandBlock + 2 * (j % kExpandBlock);
-    const __m256i v = _mm256_loadu_si256(reinterpret_cast<const __m256i*>(lanes + (i / 2) * 2 * kExpandBlock));
+  const uint16_t* block;  // the block of outputs j (a multiple of 64) to j + 63
+  CROSSLAB_AVX2_TARGET __m256 at(int64_t i, int g) const {
+    const __m256i v =
+        _mm256_loadu_si256(reinterpret_cast<const __m256i*>(block + (i / 2) * 2 * kExpandBlock + 16 * g));
     return _mm256_castsi256_ps(i % 2 ? _mm256_slli_epi32(v, 16) : _mm256_and_si256(v, _mm256_set1_epi32(int32_t(0xffff0000u))));
   }
 };
 
-// The sums of G * 8 outputs from j on, into `sums`.
-template <int G, class Source>
-CROSSLAB_AVX2_TARGET inline void groupSums(const Source& src, int64_t k, const float* xb, int64_t j, float* sums) {
-  __m256 acc[G];
-#pragma GCC unroll 8
-  for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
-  for (int64_t i = 0; i < k; ++i) {
-    const __m256 xv = _mm256_set1_ps(xb[i]);
-#pragma GCC unroll 8
-    for (int g = 0; g < G; ++g) acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(xv, src.at(i, j + 8 * g)));
-  }
-#pragma GCC unroll 8
-  for (int g = 0; g < G; ++g) _mm256_store_ps(sums + 8 * g, acc[g]);
-}
-
-// Y's values [j, j + n) of one row, n <= 64, from groups of eight (a last one in part: its
-// other lanes' loads must stay inside B).
+// Y's n <= 64 values from `y` on of one row, from groups of eight (a last one in part: its other
+// lanes' loads must stay inside B).
 template <class Source>
-CROSSLAB_AVX2_TARGET void rowSums(const Source& src, int64_t k, const float* xb, int64_t j, int64_t n, float* y,
-                                  ExpandStore store) {
+CROSSLAB_AVX2_TARGET void rowSums(const Source& src, int64_t k, const float* xb, int64_t n, float* y, ExpandStore store) {
   alignas(32) float sums[64];
   switch ((n + 7) / 8) {
-    case 1: groupSums<1>(src, k, xb, j, sums); break;
-    case 2: groupSums<2>(src, k, xb, j, sums); break;
-    case 3: groupSums<3>(src, k, xb, j, sums); break;
-    case 4: groupSums<4>(src, k, xb, j, sums); break;
-    case 5: groupSums<5>(src, k, xb, j, sums); break;
-    case 6: groupSums<6>(src, k, xb, j, sums); break;
-    case 7: groupSums<7>(src, k, xb, j, sums); break;
-    default: groupSums<8>(src, k, xb, j, sums); break;
+    case 1: simd::broadcastSums<1>(src, k, xb, sums); break;
+    case 2: simd::broadcastSums<2>(src, k, xb, sums); break;
+    case 3: simd::broadcastSums<3>(src, k, xb, sums); break;
+    case 4: simd::broadcastSums<4>(src, k, xb, sums); break;
+    case 5: simd::broadcastSums<5>(src, k, xb, sums); break;
+    case 6: simd::broadcastSums<6>(src, k, xb, sums); break;
+    case 7: simd::broadcastSums<7>(src, k, xb, sums); break;
+    default: simd::broadcastSums<8>(src, k, xb, sums); break;
   }
-  putSums(y + j, sums, n, store);
+  putSums(y, sums, n, store);
 }
 
 template <class T>
 CROSSLAB_AVX2_TARGET void transposedAvx2(const T* wt, int64_t k, int64_t out, const float* x, int64_t ldx, int64_t n,
                                          float* y, int64_t ldy, ExpandStore store) {
   const int64_t out8 = out / 8 * 8;  // whole vectors; the rest one by one (a vector would read past Bᵀ)
-  const TransposedSource<T> src{wt, out};
   for (int64_t b = 0; b < n; ++b) {
     const float* xb = x + b * ldx;
     float* yb = y + b * ldy;
-    for (int64_t j = 0; j < out8; j += 64) rowSums(src, k, xb, j, std::min<int64_t>(64, out8 - j), yb, store);
+    for (int64_t j = 0; j < out8; j += 64)
+      rowSums(TransposedSource<T>{wt + j, out}, k, xb, std::min<int64_t>(64, out8 - j), yb + j, store);
     for (int64_t j = out8; j < out; ++j) {
       float acc = 0;
       for (int64_t i = 0; i < k; ++i) acc += xb[i] * toFloat(wt[i * out + j]);
@@ -239,10 +223,11 @@ CROSSLAB_AVX2_TARGET void transposedAvx2(const T* wt, int64_t k, int64_t out, co
 
 CROSSLAB_AVX2_TARGET void expandAvx2(const uint16_t* packed, int64_t k, int64_t out, const float* x, int64_t ldx,
                                      int64_t n, float* y, int64_t ldy, ExpandStore store) {
-  const PackedSource src{packed, expandPairs(k)};
+  const int64_t blockSize = expandPairs(k) * 2 * kExpandBlock;
   for (int64_t b = 0; b < n; ++b)
     for (int64_t j = 0; j < out; j += kExpandBlock)
-      rowSums(src, k, x + b * ldx, j, std::min<int64_t>(kExpandBlock, out - j), y + b * ldy, store);
+      rowSums(PackedSource{packed + j / kExpandBlock * blockSize}, k, x + b * ldx, std::min<int64_t>(kExpandBlock, out - j),
+              y + b * ldy + j, store);
 }
 
 // The AVX-512 kernel (instantiated per store mode, kernel(std::integral_constant<ExpandStore, S>{}))

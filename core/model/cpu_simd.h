@@ -42,6 +42,24 @@ CROSSLAB_AVX2_TARGET inline __m256 load8(const uint16_t* p) {
   return _mm256_castsi256_ps(_mm256_slli_epi32(wide, 16));
 }
 
+// G vectors of sums over i in [0, k): out[8g, 8g + 8) = Σ_i x[i] · src.at(i, g), each lane a
+// multiply then an add in i's order (no FMA: the portable loops' bits); G independent sums in
+// flight, so that an add does not wait 3 cycles on the one before it. Source: a type with an
+// AVX2 member `__m256 at(int64_t i, int g) const` (the LoRA expands' Bᵀ, attention's key blocks).
+template <int G, class Source>
+CROSSLAB_AVX2_TARGET inline void broadcastSums(const Source& src, int64_t k, const float* x, float* out) {
+  __m256 acc[G];
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < k; ++i) {
+    const __m256 xi = _mm256_set1_ps(x[i]);
+#pragma GCC unroll 8
+    for (int g = 0; g < G; ++g) acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(xi, src.at(i, g)));
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < G; ++g) _mm256_storeu_ps(out + 8 * g, acc[g]);
+}
+
 // Horizontal sums through memory: GCC 12's _mm512_reduce_add_ps trips -Wmaybe-uninitialized.
 CROSSLAB_F32_TARGET inline float sum16(__m512 v) {
   alignas(64) float t[16];
