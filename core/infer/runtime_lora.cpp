@@ -106,6 +106,7 @@ LoraAdapter loadLoraAdapter(const std::string& name, const std::filesystem::path
       const at::Tensor& w = weightOf(weights.layers[l], p);  // [out, in]
       if (a.dim() != 2 || b.dim() != 2 || a.size(1) != w.size(1) || b.size(0) != w.size(0) || a.size(0) != b.size(1))
         throw std::runtime_error("adapter tensors for '" + module + "' do not fit the model");
+      if (a.size(0) == 0) throw std::runtime_error("adapter tensors for '" + module + "' have rank 0");
       const at::Tensor scaled = (b * scaling).to(m.device(), m.dtype()).contiguous();
       LoraModule& mod = adapter.layers[l][size_t(pi)];
       mod.a = a.to(m.device(), m.dtype()).contiguous();

@@ -31,6 +31,7 @@
 #include "core/infer/runtime_lora.h"
 #include "core/model/cpu_matmul.h"
 #include "core/model/llama.h"
+#include "core/model/safetensors_writer.h"
 #include "tests/model/tiny_llama.h"
 #include "tests/support/cli_runner.h"
 
@@ -436,6 +437,26 @@ class TestBatchedDecode : public QObject {
     if (bf16)  // a flip is rare: sums in fp32 land within a rounding step's edge now and then
       QVERIFY2(double(exact) >= 0.97 * double(values), qPrintable(QString("%1 of %2").arg(exact).arg(values)));
     QVERIFY(zeros > 0);
+  }
+
+  // An adapter whose tensors have rank 0 (A [0, in], B [out, 0]: shapes that fit the model) is
+  // refused when it loads, naming the module, instead of dividing by its rank in a request.
+  void zeroRankAdapterIsRefused() {
+    c10::InferenceMode guard;
+    const std::string dir = tmp_.filePath("lora-r0").toStdString();
+    crosslab::testing::writeTinyLora(dir, spec_, 4, 8.0, false, 5);  // a valid config (r = 4)
+    const std::string p = "base_model.model.model.layers.0.self_attn.q_proj";
+    const float none = 0;
+    model::writeSafetensors(std::filesystem::path(dir) / "adapter_model.safetensors",
+                            {{p + ".lora_A.weight", model::DType::F32, {0, spec_.hidden}, &none, 0},
+                             {p + ".lora_B.weight", model::DType::F32, {spec_.hidden, 0}, &none, 0}});
+    model::LlamaModel m = model::LlamaModel::load(dir_, at::kBFloat16, at::kCPU);
+    try {
+      infer::loadLoraAdapter("r0", dir, m);
+      QFAIL("a rank-0 adapter loaded");
+    } catch (const std::runtime_error& e) {
+      QVERIFY2(QString(e.what()).contains("model.layers.0.self_attn.q_proj' have rank 0"), e.what());
+    }
   }
 
   // A cache row that is full is refused before anything is written, as op by op.
