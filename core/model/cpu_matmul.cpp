@@ -155,13 +155,17 @@ CROSSLAB_BF16_TARGET void bf16Gemv(const uint16_t* w, int64_t rows, int64_t k, c
 // 2 <= n < 16: tiles of NW (4, or 1 for the last rows) W rows x NX (<= 4) X rows, every
 // product vectorised along k (all lanes used), four W rows' sums reduced together.
 template <int NW, int NX>
-CROSSLAB_BF16_TARGET void bf16Tile(const uint16_t* w, int64_t k, const uint16_t* x, float* y, int64_t ldy) {
+CROSSLAB_BF16_TARGET void bf16Tile(const uint16_t* w, int64_t k, const uint16_t* x, float* y, int64_t ldy,
+                                   uintptr_t ahead = 0) {
   __m512 acc[NW][NX];
 #pragma GCC unroll 4
   for (int r = 0; r < NW; ++r)
 #pragma GCC unroll 4
     for (int j = 0; j < NX; ++j) acc[r][j] = _mm512_setzero_ps();
   for (int64_t i = 0; i < k; i += 32) {
+    if (ahead)
+#pragma GCC unroll 4
+      for (int r = 0; r < NW; ++r) prefetchLine(ahead, (i / 32) * NW + r);
     __m512bh xv[NX];
 #pragma GCC unroll 4
     for (int j = 0; j < NX; ++j) xv[j] = load32(x + j * k + i, k - i);
@@ -181,26 +185,34 @@ CROSSLAB_BF16_TARGET void bf16Tile(const uint16_t* w, int64_t k, const uint16_t*
   }
 }
 
-template <int NX>
-CROSSLAB_BF16_TARGET void bf16TileRows(const uint16_t* w, int64_t rows, int64_t k, const uint16_t* x, float* y,
-                                       int64_t ldy) {
-  int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) bf16Tile<4, NX>(w + r * k, k, x, y + r, ldy);
-  for (; r < rows; ++r) bf16Tile<1, NX>(w + r * k, k, x, y + r, ldy);
-}
-
-CROSSLAB_BF16_TARGET void bf16Tiles(const uint16_t* w, int64_t rows, int64_t k, const uint16_t* x, int64_t n, float* y,
-                                    int64_t ldy) {
+// Every X row against NW W rows before the next W rows: W is streamed once per product, not
+// once per four X rows (its rows stay in L1 while the X rows, n * k values, are read again).
+// The first X rows' tile requests, a line per W row per step of k, the lines of the W rows
+// kTileAhead tiles further on: at a few X rows W is read too slowly for the hardware prefetcher
+// alone (bench/matmul_bench, one thread, bf16 128256 x 768 at 8 rows: 17.8 -> 8.6-9.3 ms with
+// the new order and the requests; the order alone 17.8 ms).
+constexpr int64_t kTileAhead = 2;
+template <int NW>
+CROSSLAB_BF16_TARGET void bf16TileColumn(const uint16_t* w, int64_t k, const uint16_t* x, int64_t n, float* y,
+                                         int64_t ldy) {
+  const uintptr_t ahead = aheadOf(w, kTileAhead * NW * k);
   for (int64_t j = 0; j < n; j += 4) {
     const uint16_t* xj = x + j * k;
     float* yj = y + j * ldy;
     switch (std::min<int64_t>(4, n - j)) {
-      case 4: bf16TileRows<4>(w, rows, k, xj, yj, ldy); break;
-      case 3: bf16TileRows<3>(w, rows, k, xj, yj, ldy); break;
-      case 2: bf16TileRows<2>(w, rows, k, xj, yj, ldy); break;
-      default: bf16TileRows<1>(w, rows, k, xj, yj, ldy); break;
+      case 4: bf16Tile<NW, 4>(w, k, xj, yj, ldy, j == 0 ? ahead : 0); break;
+      case 3: bf16Tile<NW, 3>(w, k, xj, yj, ldy, j == 0 ? ahead : 0); break;
+      case 2: bf16Tile<NW, 2>(w, k, xj, yj, ldy, j == 0 ? ahead : 0); break;
+      default: bf16Tile<NW, 1>(w, k, xj, yj, ldy, j == 0 ? ahead : 0); break;
     }
   }
+}
+
+CROSSLAB_BF16_TARGET void bf16Tiles(const uint16_t* w, int64_t rows, int64_t k, const uint16_t* x, int64_t n, float* y,
+                                    int64_t ldy) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) bf16TileColumn<4>(w + r * k, k, x, n, y + r, ldy);
+  for (; r < rows; ++r) bf16TileColumn<1>(w + r * k, k, x, n, y + r, ldy);
 }
 
 // The packed tiles read their NW W rows a few values per step, too slowly for the hardware
@@ -308,13 +320,16 @@ CROSSLAB_F32_TARGET void f32Gemv(const float* w, int64_t rows, int64_t k, const 
 }
 
 template <int NW, int NX>
-CROSSLAB_F32_TARGET void f32Tile(const float* w, int64_t k, const float* x, float* y, int64_t ldy) {
+CROSSLAB_F32_TARGET void f32Tile(const float* w, int64_t k, const float* x, float* y, int64_t ldy, uintptr_t ahead = 0) {
   __m512 acc[NW][NX];
 #pragma GCC unroll 4
   for (int r = 0; r < NW; ++r)
 #pragma GCC unroll 4
     for (int j = 0; j < NX; ++j) acc[r][j] = _mm512_setzero_ps();
   for (int64_t i = 0; i < k; i += 16) {
+    if (ahead)
+#pragma GCC unroll 4
+      for (int r = 0; r < NW; ++r) prefetchLine(ahead, (i / 16) * NW + r);
     __m512 xv[NX];
 #pragma GCC unroll 4
     for (int j = 0; j < NX; ++j) xv[j] = load16(x + j * k + i, k - i);
@@ -334,25 +349,27 @@ CROSSLAB_F32_TARGET void f32Tile(const float* w, int64_t k, const float* x, floa
   }
 }
 
-template <int NX>
-CROSSLAB_F32_TARGET void f32TileRows(const float* w, int64_t rows, int64_t k, const float* x, float* y, int64_t ldy) {
-  int64_t r = 0;
-  for (; r + 4 <= rows; r += 4) f32Tile<4, NX>(w + r * k, k, x, y + r, ldy);
-  for (; r < rows; ++r) f32Tile<1, NX>(w + r * k, k, x, y + r, ldy);
-}
-
-CROSSLAB_F32_TARGET void f32Tiles(const float* w, int64_t rows, int64_t k, const float* x, int64_t n, float* y,
-                                  int64_t ldy) {
+// As bf16TileColumn: W streamed once for every X row.
+template <int NW>
+CROSSLAB_F32_TARGET void f32TileColumn(const float* w, int64_t k, const float* x, int64_t n, float* y, int64_t ldy) {
+  const uintptr_t ahead = aheadOf(w, kTileAhead * NW * k);
   for (int64_t j = 0; j < n; j += 4) {
     const float* xj = x + j * k;
     float* yj = y + j * ldy;
     switch (std::min<int64_t>(4, n - j)) {
-      case 4: f32TileRows<4>(w, rows, k, xj, yj, ldy); break;
-      case 3: f32TileRows<3>(w, rows, k, xj, yj, ldy); break;
-      case 2: f32TileRows<2>(w, rows, k, xj, yj, ldy); break;
-      default: f32TileRows<1>(w, rows, k, xj, yj, ldy); break;
+      case 4: f32Tile<NW, 4>(w, k, xj, yj, ldy, j == 0 ? ahead : 0); break;
+      case 3: f32Tile<NW, 3>(w, k, xj, yj, ldy, j == 0 ? ahead : 0); break;
+      case 2: f32Tile<NW, 2>(w, k, xj, yj, ldy, j == 0 ? ahead : 0); break;
+      default: f32Tile<NW, 1>(w, k, xj, yj, ldy, j == 0 ? ahead : 0); break;
     }
   }
+}
+
+CROSSLAB_F32_TARGET void f32Tiles(const float* w, int64_t rows, int64_t k, const float* x, int64_t n, float* y,
+                                  int64_t ldy) {
+  int64_t r = 0;
+  for (; r + 4 <= rows; r += 4) f32TileColumn<4>(w + r * k, k, x, n, y + r, ldy);
+  for (; r < rows; ++r) f32TileColumn<1>(w + r * k, k, x, n, y + r, ldy);
 }
 
 template <int NW, int NV>
