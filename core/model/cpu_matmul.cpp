@@ -153,10 +153,11 @@ CROSSLAB_BF16_TARGET void bf16Gemv(const uint16_t* w, int64_t rows, int64_t k, c
 }
 
 // 2 <= n < 16: tiles of NW (4, or 1 for the last rows) W rows x NX (<= 4) X rows, every
-// product vectorised along k (all lanes used), four W rows' sums reduced together.
+// product vectorised along k (all lanes used), four W rows' sums reduced together; `ahead`
+// (0: none) is where the tile's W lines are requested from, a tile's worth further on.
 template <int NW, int NX>
 CROSSLAB_BF16_TARGET void bf16Tile(const uint16_t* w, int64_t k, const uint16_t* x, float* y, int64_t ldy,
-                                   uintptr_t ahead = 0) {
+                                   uintptr_t ahead) {
   __m512 acc[NW][NX];
 #pragma GCC unroll 4
   for (int r = 0; r < NW; ++r)
@@ -189,8 +190,8 @@ CROSSLAB_BF16_TARGET void bf16Tile(const uint16_t* w, int64_t k, const uint16_t*
 // once per four X rows (its rows stay in L1 while the X rows, n * k values, are read again).
 // The first X rows' tile requests, a line per W row per step of k, the lines of the W rows
 // kTileAhead tiles further on: at a few X rows W is read too slowly for the hardware prefetcher
-// alone (bench/matmul_bench, one thread, bf16 128256 x 768 at 8 rows: 17.8 -> 8.6-9.3 ms with
-// the new order and the requests; the order alone 17.8 ms).
+// alone (bench/matmul_bench, one thread, bf16 128256 x 768 at 8 rows: 17.9-18.0 -> 8.6-9.3 ms
+// with the new order and the requests; the order alone 17.8 ms).
 constexpr int64_t kTileAhead = 2;
 template <int NW>
 CROSSLAB_BF16_TARGET void bf16TileColumn(const uint16_t* w, int64_t k, const uint16_t* x, int64_t n, float* y,
@@ -320,7 +321,7 @@ CROSSLAB_F32_TARGET void f32Gemv(const float* w, int64_t rows, int64_t k, const 
 }
 
 template <int NW, int NX>
-CROSSLAB_F32_TARGET void f32Tile(const float* w, int64_t k, const float* x, float* y, int64_t ldy, uintptr_t ahead = 0) {
+CROSSLAB_F32_TARGET void f32Tile(const float* w, int64_t k, const float* x, float* y, int64_t ldy, uintptr_t ahead) {
   __m512 acc[NW][NX];
 #pragma GCC unroll 4
   for (int r = 0; r < NW; ++r)
