@@ -376,6 +376,11 @@ int runStandin(const Args& args, cli::Context& ctx) {
   cfg.model = args.value("--model").value_or("standin");
   if (args.has("--interval-ms")) cfg.intervalS = toDouble("--interval-ms", *args.value("--interval-ms")) / 1000.0;
   if (args.has("--collapse-above")) cfg.collapseAboveStreams = toInt("--collapse-above", *args.value("--collapse-above"));
+  cfg.roundRobin = args.has("--round-robin");
+  if (args.has("--tokens-per-frame")) {
+    cfg.tokensPerFrame = toInt("--tokens-per-frame", *args.value("--tokens-per-frame"));
+    if (cfg.tokensPerFrame < 1) throw std::invalid_argument("--tokens-per-frame must be at least 1");
+  }
   cfg.maxLifetimeS = args.has("--seconds") ? toDouble("--seconds", *args.value("--seconds")) : 600.0;
   if (args.has("--port")) cfg.port = toInt("--port", *args.value("--port"));
   StandinServer server(cfg);
@@ -400,10 +405,15 @@ void addBenchCommands(std::vector<cli::Command>& commands) {
                       "[--lab LAB] [--save-result FILE] [--api-key-env VAR] [--json]",
                       "throughput sweep of an OpenAI-compatible endpoint (vLLM bench serve metrics)",
                       benchOptions(), runBench});
-  commands.push_back({"bench standin", "[--model NAME] [--interval-ms MS] [--seconds S] [--collapse-above N] [--port P]",
+  commands.push_back({"bench standin",
+                      "[--model NAME] [--interval-ms MS] [--round-robin] [--tokens-per-frame N] [--seconds S] "
+                      "[--collapse-above N] [--port P]",
                       "run the loopback stand-in streaming server (127.0.0.1, a free port unless --port)",
                       {{"--model", true, "model id it answers to (default standin)"},
                        {"--interval-ms", true, "gap between streamed chunks (default 0: as fast as possible)"},
+                       {"--round-robin", false, "unpaced: one chunk per stream per pass, as a server ending a decode step "
+                                                "(default: each stream fed until its socket is full)"},
+                       {"--tokens-per-frame", true, "tokens each chunk stands for (a server's stream interval; default 1)"},
                        {"--seconds", true, "stop after this long (default 600)"},
                        {"--collapse-above", true, "with more streams than this, decode slows to 5 tok/s (demo)"},
                        {"--port", true, "listen on this loopback port (a server on a box reached through a tunnel)"}},

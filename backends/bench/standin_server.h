@@ -40,6 +40,9 @@ struct StandinConfig {
                                     // pace (a saturated engine: aggregate flat, per stream falling)
   int wholeRepliesAfter = 0;        // > 0: generation requests after this many get all their content
                                     // frames in one write (what a client given no CPU meanwhile reads)
+  bool roundRobin = false;          // unpaced: one write per stream per pass over the streams, as a
+                                    // server that emits every stream's token at the end of a step
+                                    // (without it an unpaced stream is fed until its socket is full)
   std::vector<StandinFault> faults;  // cycled over generation requests in arrival order
   int maxConnections = 1024;
   double maxLifetimeS = 300;   // the server stops itself after this
@@ -74,6 +77,7 @@ class StandinServer {
   void startResponse(Conn& c);
   void pump(Conn& c, double now);
   void closeConn(int fd);
+  void watch(Conn& c, bool writable);
   void recordSend(Conn& c, double at, int frames);
   double currentInterval() const;
 

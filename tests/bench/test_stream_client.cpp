@@ -4,8 +4,11 @@
 // timestamps that never precede the server's send times.
 #include <QtTest>
 
+#include <algorithm>
 #include <atomic>
 #include <thread>
+#include <utility>
+#include <vector>
 
 #include <nlohmann/json.hpp>
 
@@ -188,6 +191,42 @@ class TestStreamClient : public QObject {
         t += r.itlS[k];
         QVERIFY(t + 1e-9 >= s[k + 1]);
       }
+    }
+  }
+
+  // Unpaced round-robin: every stream gets a frame per pass (a server ending a decode step), so
+  // the streams' sends interleave; fed until its socket is full, a short stream would go whole.
+  void roundRobinInterleavesStreams() {
+    for (const bool roundRobin : {true, false}) {
+      backends::StandinConfig cfg;
+      cfg.roundRobin = roundRobin;
+      cfg.recordSendTimes = true;
+      backends::StandinServer server(cfg);
+      server.start();
+      backends::StreamClient client(clientFor(server, "completions"));
+      auto p = plan(4, 4, body("standin", 300, false, true));
+      p.requestIdPrefix = roundRobin ? "rr" : "fill";
+      const auto run = client.runLevel(p, nullptr, nullptr);
+      QCOMPARE(int(run.records.size()), 4);
+      for (const auto& r : run.records) {
+        QVERIFY2(r.success, r.error.c_str());
+        QCOMPARE(r.outputTokens(), std::int64_t(300));
+      }
+      std::vector<std::pair<double, int>> sends;  // (time, stream)
+      int stream = 0;
+      for (const auto& [id, times] : server.sendTimes()) {
+        QCOMPARE(int(times.size()), 300);
+        for (double t : times) sends.emplace_back(t, stream);
+        ++stream;
+      }
+      QCOMPARE(stream, 4);
+      std::stable_sort(sends.begin(), sends.end());
+      int switches = 0;
+      for (size_t i = 1; i < sends.size(); ++i) switches += sends[i].second != sends[i - 1].second;
+      if (roundRobin)
+        QVERIFY2(switches >= 600, std::to_string(switches).c_str());  // ~4 per pass over 300 passes
+      else
+        QVERIFY2(switches < 100, std::to_string(switches).c_str());  // streams went mostly whole
     }
   }
 
