@@ -16,6 +16,8 @@
 #include <random>
 #include <thread>
 
+#include <pthread.h>
+#include <sched.h>
 #include <sys/socket.h>
 
 #include "backends/serve/api_error.h"
@@ -286,7 +288,20 @@ class SseWriter {
   // (util::awaitReady).
   static constexpr std::chrono::microseconds kPollFor{100};
 
+  // The writer runs as SCHED_BATCH: the same share of the CPU as any thread (it cannot be
+  // starved), but its wake-up does not preempt a running thread. With the default policy each
+  // step's wake-up took a core from one of the step's threads mid-step, and the step's other
+  // thread waited for it at the step crew's barrier (on the 2-core VM, the demo model through
+  // HTTP at 8 to 32 streams lost about a third of its tok/s to that: README, twenty-first
+  // session). Named, for perf and for the test that checks the policy.
+  static void setUpThread() {
+    pthread_setname_np(pthread_self(), "sse-writer");
+    sched_param none{};
+    (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &none);  // failing, it keeps SCHED_OTHER
+  }
+
   void loop() {
+    setUpThread();
     using Clock = std::chrono::steady_clock;
     std::unique_lock<std::mutex> lk(mu_);
     std::vector<std::shared_ptr<SseStream>> pass;

@@ -8,6 +8,7 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -15,6 +16,8 @@
 #include <cctype>
 #include <chrono>
 #include <csignal>
+#include <filesystem>
+#include <fstream>
 #include <thread>
 
 #include "tests/serve/serve_fixture.h"
@@ -396,6 +399,25 @@ class TestOpenAiServer : public QObject {
       else if (interval == 5000) QVERIFY(writes <= 2);
       else QVERIFY(writes <= 2 + (tokenFrames + 5) / 6);
     }
+  }
+
+  // The SSE writer thread runs as SCHED_BATCH (its wake-up after each step must not preempt the
+  // step's threads); found by its name among this process's threads.
+  void writerThreadIsBatchScheduled() {
+    int found = 0;
+    for (int attempt = 0; attempt < 100 && found == 0; ++attempt) {
+      for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+        std::ifstream comm(task.path() / "comm");
+        std::string name;
+        std::getline(comm, name);
+        if (name != "sse-writer") continue;
+        ++found;
+        const pid_t tid = pid_t(std::stol(task.path().filename().string()));
+        QCOMPARE(sched_getscheduler(tid), SCHED_BATCH);
+      }
+      if (found == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    QVERIFY(found >= 1);  // server_'s writer at least
   }
 
   // Stopping the server with streams open ends them (their connection threads wait on the
