@@ -8,7 +8,7 @@
   /usr/bin/python3 bench/serving_vs_llamacpp.py --build build [--peers /tmp/peers] [--workdir /tmp/crosslab-bench]
         [--preset tiny|small | --model-dir DIR] [--lora DIR] [--dtypes f32,bf16] [--modes merged,runtime]
         [--levels 1,8,32] [--tokens 64] [--threads 1,2] [--llamacpp-threads 1,2] [--no-http] [--no-llamacpp]
-        [--repeats N] [--stream-interval N]
+        [--repeats N] [--stream-interval N] [--no-loopback] [--loopback-seconds S]
 
 --preset makes the peers' checkpoint (make_llama.py, seed 0) and a random adapter (make_lora.py);
 --model-dir measures an existing checkpoint (a demo lab's models/demo-base with --lora LAB/runs/demo-lora).
@@ -27,10 +27,24 @@ again), and keeps each level's best per side: on a shared VM whose memory bandwi
 
 --stream-interval N starts the server with that many tokens per streamed write after the first
 (default 1, each token as it comes, as vLLM streams).
+
+The loopback cost (with the HTTP path, unless --no-loopback): the same client at each level
+against `crosslab-cli bench standin --round-robin` (no model: one pre-made chunk per stream per
+pass, a write each, as a server ending a decode step; --stream-interval tokens per chunk), for
+--loopback-seconds. It prints that path's tok/s and its CPU per token (the stand-in's and the
+client's, from /proc and getrusage): what streaming through the kernel's loopback TCP costs on
+this machine with nothing else to do. The summary sets it beside the in-process engine's CPU per
+token (batch_bench's output_tok_per_cpu_s) and, with this machine's N cores,
+  http_over_in_process_if_cpu_adds = min(1, N / ((engine_cpu + http_cpu) per token x in-process output_tok_s))
+what HTTP / in process would be if the two costs simply added up on the same cores. Not a bound:
+the engine's in-process CPU counts its threads' waits at the step crew's barrier, which the HTTP
+path can fill (above it); a server that does more per token than the stand-in, or whose threads
+preempt the step's, falls below it.
 """
 import argparse
 import json
 import os
+import resource
 import signal
 import socket
 import subprocess
@@ -157,6 +171,58 @@ def over_http(a, ckpt, lora, dtype, mode, vocab):
     return best
 
 
+def cpu_seconds(pid):
+    """utime + stime of a running process, from /proc (clock ticks)."""
+    with open(f"/proc/{pid}/stat") as f:
+        fields = f.read().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) / os.sysconf("SC_CLK_TCK")
+
+
+def loopback(a):
+    """Per level: the stand-in (round-robin, no model) and the same client; tok/s and CPU per token."""
+    cli = os.path.join(a.build, "app", "crosslab-cli")
+    port = free_port()
+    standin = subprocess.Popen([cli, "bench", "standin", "--round-robin", "--tokens-per-frame", str(a.stream_interval),
+                                "--port", str(port), "--seconds", "3600"], stdout=subprocess.DEVNULL,
+                               stderr=subprocess.PIPE, text=True)
+    out = {}
+    try:
+        for _ in range(100):
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
+                break
+            except Exception:
+                if standin.poll() is not None:
+                    sys.exit("bench standin exited: " + standin.stderr.read()[-2000:])
+                time.sleep(0.1)
+        result = os.path.join(a.workdir, f"loopback-{os.getpid()}.jsonl")
+        for lv in a.levels:
+            server0, client0 = cpu_seconds(standin.pid), resource.getrusage(resource.RUSAGE_CHILDREN)
+            subprocess.run([cli, "bench", "--url", f"http://127.0.0.1:{port}", "--model", "standin", "--concurrency",
+                            str(lv), "--input-len", str(a.input_words), "--output-len", str(a.tokens), "--ignore-eos",
+                            "--warmup", "2", "--duration", str(a.loopback_seconds), "--save-result", result],
+                           check=True, capture_output=True, timeout=600)
+            server1, client1 = cpu_seconds(standin.pid), resource.getrusage(resource.RUSAGE_CHILDREN)
+            with open(result) as f:
+                j = [json.loads(line) for line in f][-1]
+            os.remove(result)
+            client = (client1.ru_utime - client0.ru_utime) + (client1.ru_stime - client0.ru_stime)
+            tokens = j["total_output_tokens"]
+            r = {"engine": "stand-in", "path": "loopback", "level": lv, "tokens_per_chunk": a.stream_interval,
+                 "output_tok_s": j["output_throughput"], "server_cpu_s": round(server1 - server0, 2),
+                 "client_cpu_s": round(client, 2),
+                 "cpu_us_per_token": (server1 - server0 + client) / tokens * 1e6 if tokens else None}
+            print(json.dumps(r), flush=True)
+            out[lv] = r
+    finally:
+        standin.send_signal(signal.SIGINT)
+        try:
+            standin.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            standin.kill()
+    return out
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--build", default="build")
@@ -178,6 +244,8 @@ def main():
     ap.add_argument("--no-llamacpp", action="store_true")
     ap.add_argument("--repeats", type=int, default=1)
     ap.add_argument("--stream-interval", type=int, default=1, help="serve --stream-interval (tokens per write)")
+    ap.add_argument("--no-loopback", action="store_true", help="skip the loopback cost (the stand-in + client)")
+    ap.add_argument("--loopback-seconds", type=float, default=3.0, help="each level of the loopback cost")
     a = ap.parse_args()
     a.levels = [int(x) for x in a.levels.split(",")]
     a.threads = [int(x) for x in a.threads.split(",")]
@@ -192,6 +260,8 @@ def main():
             if lv not in acc or r[key] > acc[lv][key]:
                 acc[lv] = r
 
+    cores = len(os.sched_getaffinity(0))
+    loop_cost = {} if a.no_http or a.no_loopback else loopback(a)
     for dtype in a.dtypes:
         peer, ours, http = {}, {m: {} for m in a.modes}, {m: {} for m in a.modes}
         for _ in range(max(1, a.repeats)):
@@ -203,7 +273,7 @@ def main():
                     keep_best(http[mode], over_http(a, ckpt, lora, dtype, mode, vocab), "output_tok_s")
         for mode in a.modes:
             s = {"summary": name, "dtype": dtype, "lora": mode, "tokens": a.tokens, "levels": a.levels,
-                 "stream_interval": a.stream_interval}
+                 "stream_interval": a.stream_interval, "cores": cores}
             first = a.levels[0]
             for lv in a.levels:
                 o = ours[mode].get(lv)
@@ -221,6 +291,14 @@ def main():
                                 "http_ttft_ms_p50_p99": [round(h["ttft_ms_p50"], 1), round(h["ttft_ms_p99"], 1)],
                                 "http_tpot_ms_p50_p99": [round(h["tpot_ms_p50"], 2), round(h["tpot_ms_p99"], 2)],
                                 "http_collapse": h["collapse"]})
+                c = loop_cost.get(lv)
+                if c and c["cpu_us_per_token"] and o.get("output_tok_per_cpu_s"):
+                    engine_us = 1e6 / o["output_tok_per_cpu_s"]
+                    row.update({"loopback_tok_s": round(c["output_tok_s"], 1),
+                                "loopback_cpu_us_per_token": round(c["cpu_us_per_token"], 2),
+                                "in_process_cpu_us_per_token": round(engine_us, 2),
+                                "http_over_in_process_if_cpu_adds": round(min(1.0, cores * 1e6 / (
+                                    (engine_us + c["cpu_us_per_token"]) * o["output_tok_s"])), 2)})
                 if mode != "merged" and "merged" in ours:
                     row["in_process_merged_over_runtime"] = round(ours["merged"][lv]["decode_tok_s"] / o["decode_tok_s"], 2)
                     if h and h["output_tok_s"] > 0 and http.get("merged", {}).get(lv):
