@@ -67,6 +67,29 @@ def run_json_lines(cmd, cwd=None, timeout=3600):
     return out
 
 
+def started(cmd, port, what):
+    """Starts a server on a loopback port and waits (up to 5 minutes: a model to load) until /health answers."""
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    for _ in range(1500):
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
+            return proc
+        except Exception:
+            if proc.poll() is not None:
+                sys.exit(what + " exited: " + proc.stderr.read()[-2000:])
+            time.sleep(0.2)
+    proc.kill()
+    sys.exit(what + " did not answer /health in 5 minutes")
+
+
+def stop(proc):
+    proc.send_signal(signal.SIGINT)
+    try:
+        proc.wait(timeout=60)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+
+
 def free_port():
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
@@ -135,16 +158,8 @@ def over_http(a, ckpt, lora, dtype, mode, vocab):
             serve += ["--stream-interval", str(a.stream_interval)]
         if mode == "merged":
             serve += ["--merge", "adapter"]
-        server = subprocess.Popen(serve, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+        server = started(serve, port, "serve")
         try:
-            for _ in range(600):
-                try:
-                    urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
-                    break
-                except Exception:
-                    if server.poll() is not None:
-                        sys.exit("serve exited: " + server.stderr.read()[-2000:])
-                    time.sleep(0.2)
             result = os.path.join(a.workdir, f"http-{os.getpid()}.jsonl")
             subprocess.run([cli, "bench", "--url", f"http://127.0.0.1:{port}", "--model", "adapter", "--concurrency",
                             ",".join(map(str, a.levels)), "--input-len", str(a.input_words), "--output-len", str(a.tokens),
@@ -163,11 +178,7 @@ def over_http(a, ckpt, lora, dtype, mode, vocab):
                         best[r["level"]] = r
             os.remove(result)
         finally:
-            server.send_signal(signal.SIGINT)
-            try:
-                server.wait(timeout=60)
-            except subprocess.TimeoutExpired:
-                server.kill()
+            stop(server)
     return best
 
 
@@ -182,19 +193,10 @@ def loopback(a):
     """Per level: the stand-in (round-robin, no model) and the same client; tok/s and CPU per token."""
     cli = os.path.join(a.build, "app", "crosslab-cli")
     port = free_port()
-    standin = subprocess.Popen([cli, "bench", "standin", "--round-robin", "--tokens-per-frame", str(a.stream_interval),
-                                "--port", str(port), "--seconds", "3600"], stdout=subprocess.DEVNULL,
-                               stderr=subprocess.PIPE, text=True)
+    standin = started([cli, "bench", "standin", "--round-robin", "--tokens-per-frame", str(a.stream_interval),
+                       "--port", str(port), "--seconds", "3600"], port, "bench standin")
     out = {}
     try:
-        for _ in range(100):
-            try:
-                urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=1)
-                break
-            except Exception:
-                if standin.poll() is not None:
-                    sys.exit("bench standin exited: " + standin.stderr.read()[-2000:])
-                time.sleep(0.1)
         result = os.path.join(a.workdir, f"loopback-{os.getpid()}.jsonl")
         for lv in a.levels:
             server0, client0 = cpu_seconds(standin.pid), resource.getrusage(resource.RUSAGE_CHILDREN)
@@ -215,11 +217,7 @@ def loopback(a):
             print(json.dumps(r), flush=True)
             out[lv] = r
     finally:
-        standin.send_signal(signal.SIGINT)
-        try:
-            standin.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            standin.kill()
+        stop(standin)
     return out
 
 
