@@ -292,8 +292,9 @@ class SseWriter {
   // starved), but its wake-up does not preempt a running thread. With the default policy each
   // step's wake-up took a core from one of the step's threads mid-step, and the step's other
   // thread waited for it at the step crew's barrier (on the 2-core VM, the demo model through
-  // HTTP at 8 to 32 streams lost about a third of its tok/s to that: README, twenty-first
-  // session). Named, for perf and for the test that checks the policy.
+  // HTTP at 8 to 32 streams lost 6-37% of its tok/s to that; the price of not preempting is a
+  // token that waits up to a scheduler tick: README, twenty-first session). Named, for perf and
+  // for the test that checks the policy.
   static void setUpThread() {
     pthread_setname_np(pthread_self(), "sse-writer");
     sched_param none{};
