@@ -161,10 +161,7 @@ def over_http(a, ckpt, lora, dtype, mode, vocab):
         server = started(serve, port, "serve")
         try:
             result = os.path.join(a.workdir, f"http-{os.getpid()}.jsonl")
-            subprocess.run([cli, "bench", "--url", f"http://127.0.0.1:{port}", "--model", "adapter", "--concurrency",
-                            ",".join(map(str, a.levels)), "--input-len", str(a.input_words), "--output-len", str(a.tokens),
-                            "--ignore-eos", "--warmup", "2", "--save-result", result], check=True, capture_output=True,
-                           timeout=3600)
+            subprocess.run(bench_cmd(a, port, "adapter", a.levels, result), check=True, capture_output=True, timeout=3600)
             with open(result) as f:
                 for line in f:
                     j = json.loads(line)
@@ -180,6 +177,13 @@ def over_http(a, ckpt, lora, dtype, mode, vocab):
         finally:
             stop(server)
     return best
+
+
+def bench_cmd(a, port, model, levels, result):
+    """The client both paths are measured with: crosslab-cli bench, greedy lengths fixed, EOS ignored."""
+    return [os.path.join(a.build, "app", "crosslab-cli"), "bench", "--url", f"http://127.0.0.1:{port}", "--model", model,
+            "--concurrency", ",".join(map(str, levels)), "--input-len", str(a.input_words), "--output-len",
+            str(a.tokens), "--ignore-eos", "--warmup", "2", "--save-result", result]
 
 
 def cpu_seconds(pid):
@@ -200,9 +204,7 @@ def loopback(a):
         result = os.path.join(a.workdir, f"loopback-{os.getpid()}.jsonl")
         for lv in a.levels:
             server0, client0 = cpu_seconds(standin.pid), resource.getrusage(resource.RUSAGE_CHILDREN)
-            subprocess.run([cli, "bench", "--url", f"http://127.0.0.1:{port}", "--model", "standin", "--concurrency",
-                            str(lv), "--input-len", str(a.input_words), "--output-len", str(a.tokens), "--ignore-eos",
-                            "--warmup", "2", "--duration", str(a.loopback_seconds), "--save-result", result],
+            subprocess.run(bench_cmd(a, port, "standin", [lv], result) + ["--duration", str(a.loopback_seconds)],
                            check=True, capture_output=True, timeout=600)
             server1, client1 = cpu_seconds(standin.pid), resource.getrusage(resource.RUSAGE_CHILDREN)
             with open(result) as f:

@@ -377,10 +377,7 @@ int runStandin(const Args& args, cli::Context& ctx) {
   if (args.has("--interval-ms")) cfg.intervalS = toDouble("--interval-ms", *args.value("--interval-ms")) / 1000.0;
   if (args.has("--collapse-above")) cfg.collapseAboveStreams = toInt("--collapse-above", *args.value("--collapse-above"));
   cfg.roundRobin = args.has("--round-robin");
-  if (args.has("--tokens-per-frame")) {
-    cfg.tokensPerFrame = toInt("--tokens-per-frame", *args.value("--tokens-per-frame"));
-    if (cfg.tokensPerFrame < 1) throw std::invalid_argument("--tokens-per-frame must be at least 1");
-  }
+  cfg.tokensPerFrame = int(args.integer("--tokens-per-frame", 1, 1, 4096));  // serve's --stream-interval range
   cfg.maxLifetimeS = args.has("--seconds") ? toDouble("--seconds", *args.value("--seconds")) : 600.0;
   if (args.has("--port")) cfg.port = toInt("--port", *args.value("--port"));
   StandinServer server(cfg);
