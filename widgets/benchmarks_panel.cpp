@@ -286,6 +286,16 @@ QWidget* BenchmarksPanel::buildLocalServerBox(QWidget* parent) {
   maxBatch_->setObjectName("serveMaxBatch");
   maxBatch_->setRange(1, 1024);
   maxBatch_->setValue(32);
+  // crosslab-cli serve --stream-interval: on a CPU-bound machine the server and the benchmark
+  // client share the cores with the decode step, and HTTP's throughput follows the tokens each
+  // write carries (README, twenty-second session). 1 streams every token, as vLLM does.
+  streamInterval_ = new QSpinBox(box);
+  streamInterval_->setObjectName("serveStreamInterval");
+  streamInterval_->setRange(1, 64);
+  streamInterval_->setValue(1);
+  streamInterval_->setToolTip(tr("Tokens per SSE write after each stream's first (serve --stream-interval). 1 sends "
+                                 "every token as it comes, as vLLM does; more costs the CPU less per token where the "
+                                 "server, the client and the model share the cores, and streams arrive in bursts"));
   stopServerButton_ = new QPushButton(tr("Stop server"), box);
   stopServerButton_->setObjectName("stopServerButton");
   connect(stopServerButton_, &QPushButton::clicked, this, &BenchmarksPanel::stopServer);
@@ -294,6 +304,7 @@ QWidget* BenchmarksPanel::buildLocalServerBox(QWidget* parent) {
   form->addRow(tr("LoRA"), loraMode_);
   form->addRow(tr("dtype"), dtype_);
   form->addRow(tr("Max batch"), maxBatch_);
+  form->addRow(tr("Stream interval"), streamInterval_);
   form->addRow(stopServerButton_);
   return box;
 }
@@ -365,6 +376,7 @@ QStringList BenchmarksPanel::serveArgs(QString* error) const {
     }
     a << "--merge" << names.first();
   }
+  if (streamInterval_->value() > 1) a << "--stream-interval" << QString::number(streamInterval_->value());
   return a;
 }
 

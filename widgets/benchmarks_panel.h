@@ -103,7 +103,7 @@ class BenchmarksPanel : public QWidget {
   backends::LocalServeProcess* server_;
   QLineEdit *url_, *model_, *levels_, *label_, *serveModelDir_;
   QComboBox *endpoint_, *endpointKind_, *loraMode_, *dtype_;
-  QSpinBox* maxBatch_;
+  QSpinBox *maxBatch_, *streamInterval_;
   QListWidget* adapters_;
   QWidget* localBox_;
   BoxServerForm* boxForm_;

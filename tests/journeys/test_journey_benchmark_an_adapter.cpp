@@ -1,12 +1,14 @@
 // Journey: a user opens the demo lab at 1024×700, goes to Benchmarks, picks the local
-// server, ticks the demo LoRA adapter, runs a sweep (the panel starts a real
-// `crosslab-cli serve` child and a real `crosslab-cli bench` child), reads the live chart,
-// the progress and the table, points a sweep at a model the server does not have (HTTP
-// 404), exports the table as CSV through the real save dialog, stops the server and starts
-// a new lab. Checks what the user sees (axis range against the plotted rates, progress
-// text, table cells, the Model field) and what the lab holds afterwards (integrity_check,
-// the benchmarks rows: the adapter as the model measured, the failed sweep as failed with
-// its error and no level rows). Issue 11 items 5 and 6 (Benchmarks at 1024×700).
+// server, ticks the demo LoRA adapter, sets a stream interval, runs a sweep (the panel starts
+// a real `crosslab-cli serve` child with that interval and a real `crosslab-cli bench`
+// child), reads the live chart, the progress and the table, points a sweep at a model the
+// server does not have (HTTP 404), exports the table as CSV through the real save dialog,
+// stops the server and starts a new lab. Checks what the user sees (axis range against the
+// plotted rates, progress text, table cells, the Model field) and what the lab holds
+// afterwards (integrity_check, the benchmarks rows: the adapter as the model measured, every
+// token of every request, the failed sweep as failed with its error and no level rows), and
+// the server child's command line. Issue 11 items 5 and 6 (Benchmarks at 1024×700); the
+// stream interval, issue 14.
 #include <QBarSeries>
 #include <QBarSet>
 #include <QChartView>
@@ -149,6 +151,13 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     QVERIFY(typeIntoSpin(panel->findChild<QSpinBox*>("numPrompts"), 8));
     QVERIFY(typeIntoSpin(panel->findChild<QSpinBox*>("outputLen"), 48));
     QVERIFY(typeInto(waitFor<QLineEdit>(panel, "label"), "demo runtime LoRA"));
+    // Four tokens per write after each stream's first: the server is started with it.
+    auto* interval = panel->findChild<QSpinBox*>("serveStreamInterval");
+    QVERIFY(interval);
+    QCOMPARE(interval->value(), 1);  // every token, as vLLM streams, unless the user asks
+    QVERIFY(waitUntil([&] { return scroll->ensureWidgetVisible(interval), !interval->visibleRegion().isEmpty(); },
+                      "Stream interval to be brought into view"));
+    QVERIFY(typeIntoSpin(interval, 4));
     QSignalSpy finished(panel, &widgets::BenchmarksPanel::sweepFinished);
     QSignalSpy serverFailed(panel->server(), &backends::LocalServeProcess::failed);
     QVERIFY(scrollAndClick(scroll, panel->findChild<QPushButton*>("runButton")));
@@ -179,6 +188,18 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     QCOMPARE(labQuery(lab.path(), "SELECT model || ' ' || status || ' ' || (SELECT count(*) FROM benchmark_levels "
                                   "WHERE benchmark_id = b.id) FROM benchmarks b WHERE label = 'demo runtime LoRA'"),
              QStringList{"demo-lora done 2"});
+    // The server child runs with the stream interval the user typed, and grouping tokens lost
+    // none: at each level every request completed with all its 48 tokens.
+    QFile cmdline(QString("/proc/%1/cmdline").arg(panel->server()->processId()));
+    QVERIFY(cmdline.open(QIODevice::ReadOnly));
+    const QList<QByteArray> argv = cmdline.readAll().split('\0');
+    const qsizetype at = argv.indexOf("--stream-interval");
+    QVERIFY2(at >= 0 && at + 1 < argv.size() && argv[at + 1] == "4", cmdline.fileName().toUtf8().constData());
+    QCOMPARE(labQuery(lab.path(), "SELECT l.concurrency || ' ' || l.completed || ' ' || l.failed || ' ' || "
+                                  "json_extract(l.result_json, '$.total_output_tokens') FROM benchmark_levels l "
+                                  "JOIN benchmarks b ON b.id = l.benchmark_id WHERE b.label = 'demo runtime LoRA' "
+                                  "ORDER BY l.concurrency"),
+             (QStringList{"1 8 0 384", "4 8 0 384"}));
 
     // A sweep against a model the server does not serve: HTTP 404, recorded as failed.
     const QString serverUrl = panel->server()->baseUrl();
