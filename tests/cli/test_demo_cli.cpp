@@ -131,6 +131,8 @@ class TestDemoCli : public QObject {
       labels.push_back(st.text(1));
       QCOMPARE(st.text(2), std::string("demo-lora"));
       QVERIFY(st.text(3).find("crosslab-cli bench --url http://127.0.0.1:") == 0);
+      // One request sent first and not measured: the c=1 level is not the fresh server's first.
+      QVERIFY2(st.text(3).find(" --warmup 1") != std::string::npos, st.text(3).c_str());
       QVERIFY(!st.text(4).empty());  // ended
     }
     QCOMPARE(ids.size(), size_t(2));
