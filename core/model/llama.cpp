@@ -15,6 +15,7 @@
 #include "core/model/cpu_attention.h"
 #include "core/model/cpu_matmul.h"
 #include "core/model/checkpoint_files.h"
+#include "core/model/huge_pages.h"
 #include "core/model/mapped_file.h"
 #include "core/model/llama_layout.h"
 #include "core/util/step_crew.h"
@@ -59,7 +60,7 @@ class WeightLoader {
     // from_blob never frees: the map outlives the model (LlamaModel::files_).
     at::Tensor t = at::from_blob(const_cast<uint8_t*>(v.data), shape, at::TensorOptions().dtype(type));
     if (type == dtype_ && device_.is_cpu() && !copy_) return t;
-    at::Tensor converted = type == dtype_ && device_.is_cpu() ? t.clone() : t.to(device_, dtype_);
+    at::Tensor converted = device_.is_cpu() ? hugePageCopy(t, dtype_) : t.to(device_, dtype_);
     MappedFile::dropPages(v.data, size_t(v.info->bytes()));  // peak RSS ~ converted weights, not file + converted
     return converted;
   }
@@ -272,15 +273,19 @@ KvCache LlamaModel::makeCache(int64_t batch, int64_t capacity) const {
   cache.capacity = capacity;
   cache.lengths.assign(size_t(batch), 0);
   const auto opts = at::TensorOptions().dtype(dtype_).device(device_);
+  // On the CPU in 2 MiB pages: each step's attention reads every row's keys and values.
+  const auto zeros = [&](at::IntArrayRef shape) {
+    return device_.is_cpu() ? hugePageZeros(shape, dtype_) : at::zeros(shape, opts);
+  };
   for (int64_t i = 0; i < config_.numLayers; ++i) {
-    cache.keys.push_back(at::zeros({batch, config_.numKvHeads, capacity, config_.headDim}, opts));
-    cache.values.push_back(at::zeros({batch, config_.numKvHeads, capacity, config_.headDim}, opts));
+    cache.keys.push_back(zeros({batch, config_.numKvHeads, capacity, config_.headDim}));
+    cache.values.push_back(zeros({batch, config_.numKvHeads, capacity, config_.headDim}));
   }
   // Where the fused step's scores read keys in blocks (cpu_attention.h): the keys held twice,
   // half as much memory again, for no transpose of them at every step.
   if (device_.is_cpu() && (dtype_ == at::kFloat || dtype_ == at::kBFloat16) && keyBlocksHelp()) {
     for (int64_t i = 0; i < config_.numLayers; ++i)
-      cache.keyBlocks.push_back(at::zeros({batch, config_.numKvHeads, (capacity + 7) / 8, config_.headDim, 8}, opts));
+      cache.keyBlocks.push_back(zeros({batch, config_.numKvHeads, (capacity + 7) / 8, config_.headDim, 8}));
     cache.blocked = at::zeros({batch}, at::TensorOptions().dtype(at::kLong));
   }
   return cache;

@@ -1,0 +1,107 @@
+// Weights copied on load and the KV cache sit in memory advised for 2 MiB pages
+// (core/model/huge_pages.h): the tensors hold what at::zeros / Tensor::to would, and the
+// kernel sees the advice (the mapping's VmFlags in /proc/self/smaps carry "hg").
+#include <ATen/ATen.h>
+#include <QtTest>
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
+
+#include "core/model/huge_pages.h"
+#include "core/model/llama.h"
+#include "tests/model/tiny_llama.h"
+
+using namespace crosslab;
+
+namespace {
+
+// The VmFlags line of the mapping holding `p`, or "" when none is found.
+std::string vmFlagsAt(const void* p) {
+  const auto addr = reinterpret_cast<uintptr_t>(p);
+  std::ifstream smaps("/proc/self/smaps");
+  std::string line;
+  bool inside = false;
+  while (std::getline(smaps, line)) {
+    uintptr_t lo = 0, hi = 0;
+    char dash = 0;
+    std::istringstream head(line);
+    if (head >> std::hex >> lo >> dash >> hi && dash == '-') {
+      inside = addr >= lo && addr < hi;
+      continue;
+    }
+    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
+  }
+  return "";
+}
+
+bool kernelHasThp() { return std::filesystem::exists("/sys/kernel/mm/transparent_hugepage/enabled"); }
+
+bool advised(const at::Tensor& t) {
+  const std::string flags = vmFlagsAt(t.data_ptr());
+  return (" " + flags + " ").find(" hg ") != std::string::npos;
+}
+
+}  // namespace
+
+class TestHugePages : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void zerosAreZerosInAdvisedMemory() {
+    const at::Tensor t = model::hugePageZeros({3, 1024, 1024}, at::kFloat);  // 12 MiB
+    QCOMPARE(t.sizes(), (at::IntArrayRef{3, 1024, 1024}));
+    QVERIFY(t.is_contiguous());
+    QCOMPARE(t.scalar_type(), at::kFloat);
+    QCOMPARE(t.abs().sum().item<double>(), 0.0);
+    QCOMPARE(reinterpret_cast<uintptr_t>(t.data_ptr()) % (uintptr_t(2) << 20), uintptr_t(0));
+    if (!kernelHasThp()) QSKIP("this kernel has no transparent huge pages: the advice has nothing to act on");
+    QVERIFY2(advised(t), vmFlagsAt(t.data_ptr()).c_str());
+    // Below 2 MiB: ordinary zeros.
+    const at::Tensor small = model::hugePageZeros({7, 9}, at::kBFloat16);
+    QCOMPARE(small.scalar_type(), at::kBFloat16);
+    QCOMPARE(small.abs().sum().item<double>(), 0.0);
+  }
+
+  void copyConvertsAsTo() {
+    const at::Tensor src = at::randn({1024, 1536}, at::kFloat).to(at::kBFloat16);
+    const at::Tensor f32 = model::hugePageCopy(src, at::kFloat);
+    QVERIFY(at::equal(f32, src.to(at::kFloat)));
+    const at::Tensor same = model::hugePageCopy(src, at::kBFloat16);
+    QVERIFY(at::equal(same, src));
+    QVERIFY(same.data_ptr() != src.data_ptr());
+    if (!kernelHasThp()) QSKIP("no transparent huge pages");
+    QVERIFY(advised(f32));
+    QVERIFY(advised(same));
+  }
+
+  // What the engine does with it: a checkpoint's weights copied on load (and converted from the
+  // file's bf16) and a KV cache are in advised memory, and decode the same as from the map.
+  void modelWeightsAndCacheAreAdvised() {
+    QTemporaryDir dir;
+    testing::TinyLlamaSpec spec;
+    spec.hidden = 512;
+    spec.intermediate = 1536;  // [1536, 512] f32 = 3 MiB
+    spec.layers = 1;
+    spec.heads = 8;
+    spec.kvHeads = 2;
+    spec.bf16 = true;
+    testing::writeTinyLlama(dir.path().toStdString(), spec);
+    c10::InferenceMode guard;
+    auto copied = model::LlamaModel::load(dir.path().toStdString(), at::kFloat, at::kCPU, true);
+    auto mapped = model::LlamaModel::load(dir.path().toStdString(), at::kBFloat16, at::kCPU, false);
+    QVERIFY(at::equal(copied.weights().layers[0].wGate, mapped.weights().layers[0].wGate.to(at::kFloat)));
+    model::KvCache cache = copied.makeCache(8, 1024);  // [8, 2, 1024, 64] f32 = 4 MiB per tensor
+    QCOMPARE(cache.keys[0].abs().sum().item<double>(), 0.0);
+    if (!kernelHasThp()) QSKIP("no transparent huge pages");
+    QVERIFY(advised(copied.weights().layers[0].wGate));
+    QVERIFY(advised(cache.keys[0]));
+    QVERIFY(advised(cache.values[0]));
+    QVERIFY(!advised(mapped.weights().layers[0].wGate));  // the file's own pages: nothing copied
+  }
+};
+
+QTEST_GUILESS_MAIN(TestHugePages)
+#include "test_huge_pages.moc"
