@@ -1,9 +1,11 @@
 #pragma once
 // CPU tensors whose memory the kernel is asked to back with 2 MiB pages (transparent huge
-// pages, madvise mode as on Debian 12). Batch-1 decode streams every weight once per token and
-// the fused step's attention walks each row's keys and values at every step: with 4 KiB pages
-// that is a TLB miss every 4 KiB (a 1B model in f32 is 1.2 million pages, a 32-row cache of
-// the demo model thousands scattered over its capacity), with 2 MiB pages one per 2 MiB.
+// pages; where the kernel's mode is `madvise` only advised memory gets them). For what is
+// written whole when a model loads: weights copied or converted from the file (a 1B model in
+// f32 is 1.2 million 4 KiB pages) and the KV cache, allocated for every row and position at
+// once (`serve`'s default, 36 rows x 4k positions, is gigabytes). Each 4 KiB page's first touch
+// is a page fault, and on a VM a costly one: `serve` of a 1B model in f32 became ready in 16-18 s
+// instead of 61-63 (README, twenty-third session). Decode speed did not move measurably.
 
 #include <ATen/core/Tensor.h>
 

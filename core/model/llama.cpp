@@ -273,7 +273,7 @@ KvCache LlamaModel::makeCache(int64_t batch, int64_t capacity) const {
   cache.capacity = capacity;
   cache.lengths.assign(size_t(batch), 0);
   const auto opts = at::TensorOptions().dtype(dtype_).device(device_);
-  // On the CPU in 2 MiB pages: each step's attention reads every row's keys and values.
+  // On the CPU in 2 MiB pages (huge_pages.h): the whole capacity is zeroed here, at startup.
   const auto zeros = [&](at::IntArrayRef shape) {
     return device_.is_cpu() ? hugePageZeros(shape, dtype_) : at::zeros(shape, opts);
   };
