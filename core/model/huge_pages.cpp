@@ -34,8 +34,10 @@ at::Tensor allocate(at::IntArrayRef shape, at::ScalarType dtype, bool zero) {
 
 at::Tensor hugePageZeros(at::IntArrayRef shape, at::ScalarType dtype) { return allocate(shape, dtype, true); }
 
+at::Tensor hugePageEmpty(at::IntArrayRef shape, at::ScalarType dtype) { return allocate(shape, dtype, false); }
+
 at::Tensor hugePageCopy(const at::Tensor& t, at::ScalarType dtype) {
-  at::Tensor out = allocate(t.sizes(), dtype, false);
+  at::Tensor out = hugePageEmpty(t.sizes(), dtype);
   out.copy_(t);
   return out;
 }

@@ -16,6 +16,9 @@ namespace crosslab::model {
 // ordinary; the tensor is the same either way.
 at::Tensor hugePageZeros(at::IntArrayRef shape, at::ScalarType dtype);
 
+// Uninitialised (the first write faults the pages in).
+at::Tensor hugePageEmpty(at::IntArrayRef shape, at::ScalarType dtype);
+
 // The bytes of `t` (any dtype, any device) as a contiguous CPU tensor of `dtype` in such memory.
 at::Tensor hugePageCopy(const at::Tensor& t, at::ScalarType dtype);
 

@@ -12,6 +12,7 @@
 
 #include "core/model/huge_pages.h"
 #include "core/model/llama.h"
+#include "core/model/safetensors.h"
 #include "tests/model/tiny_llama.h"
 
 using namespace crosslab;
@@ -100,6 +101,42 @@ class TestHugePages : public QObject {
     QVERIFY(advised(cache.keys[0]));
     QVERIFY(advised(cache.values[0]));
     QVERIFY(!advised(mapped.weights().layers[0].wGate));  // the file's own pages: nothing copied
+  }
+
+  // A merged adapter's weights: W + s B A in fp32 rounded once to the model's dtype (the
+  // formula, computed here with ATen's own ops) bit for bit, in advised memory.
+  void mergedWeightsAreTheFormulaInAdvisedMemory() {
+    QTemporaryDir dir;
+    testing::TinyLlamaSpec spec;
+    spec.hidden = 512;
+    spec.intermediate = 2048;  // [2048, 512]: 2 MiB in bf16, past the plain-allocation size
+    spec.layers = 1;
+    spec.heads = 8;
+    spec.kvHeads = 2;
+    spec.bf16 = true;
+    const std::string base = dir.path().toStdString(), lora = base + "/lora";
+    testing::writeTinyLlama(base, spec);
+    testing::writeTinyLora(lora, spec, 8, 16.0, false, 3);
+    c10::InferenceMode guard;
+    model::SafetensorsFile adapter(lora + "/adapter_model.safetensors");
+    const auto get = [&](const std::string& name) {
+      const model::TensorInfo* info = adapter.find("base_model.model.model.layers.0.mlp.gate_proj." + name);
+      if (!info) throw std::runtime_error("the adapter lacks " + name);
+      return at::from_blob(const_cast<uint8_t*>(adapter.view(*info).data), info->shape, at::kFloat).clone();
+    };
+    const at::Tensor a = get("lora_A.weight"), b = get("lora_B.weight");
+    const double scaling = 16.0 / 8;
+    for (const auto dtype : {at::kBFloat16, at::kFloat}) {
+      auto m = model::LlamaModel::load(base, dtype, at::kCPU, false);
+      const at::Tensor unmerged = m.weights().layers[0].wGate;
+      const at::Tensor expected = (unmerged.to(at::kFloat) + at::mm(b, a) * scaling).to(dtype);
+      m.mergeLoraAdapter(lora);
+      const at::Tensor merged = m.weights().layers[0].wGate;
+      QCOMPARE(merged.scalar_type(), dtype);
+      QVERIFY(at::equal(merged, expected));
+      QVERIFY(!at::equal(merged, unmerged));  // the adapter changes the weight
+      if (kernelHasThp()) QVERIFY(advised(merged));
+    }
   }
 };
 
