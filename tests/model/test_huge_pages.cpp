@@ -1,6 +1,7 @@
-// Weights copied on load and the KV cache sit in memory advised for 2 MiB pages
-// (core/model/huge_pages.h): the tensors hold what at::zeros / Tensor::to would, and the
-// kernel sees the advice (the mapping's VmFlags in /proc/self/smaps carry "hg").
+// Weights copied on load, merged adapters and the KV cache sit in memory advised for 2 MiB
+// pages (core/model/huge_pages.h): the tensors hold what at::zeros / Tensor::to / the merge
+// formula would, and the kernel sees the advice (the mapping's VmFlags in /proc/self/smaps
+// carry "hg").
 #include <ATen/ATen.h>
 #include <QtTest>
 
@@ -45,6 +46,18 @@ bool advised(const at::Tensor& t) {
   return (" " + flags + " ").find(" hg ") != std::string::npos;
 }
 
+// One layer wide enough that its MLP weights pass 2 MiB (the plain-allocation size), bf16 in the file.
+testing::TinyLlamaSpec wideLayer(int64_t intermediate) {
+  testing::TinyLlamaSpec spec;
+  spec.hidden = 512;
+  spec.intermediate = intermediate;
+  spec.layers = 1;
+  spec.heads = 8;
+  spec.kvHeads = 2;
+  spec.bf16 = true;
+  return spec;
+}
+
 }  // namespace
 
 class TestHugePages : public QObject {
@@ -58,12 +71,12 @@ class TestHugePages : public QObject {
     QCOMPARE(t.scalar_type(), at::kFloat);
     QCOMPARE(t.abs().sum().item<double>(), 0.0);
     QCOMPARE(reinterpret_cast<uintptr_t>(t.data_ptr()) % (uintptr_t(2) << 20), uintptr_t(0));
-    if (!kernelHasThp()) QSKIP("this kernel has no transparent huge pages: the advice has nothing to act on");
-    QVERIFY2(advised(t), vmFlagsAt(t.data_ptr()).c_str());
     // Below 2 MiB: ordinary zeros.
     const at::Tensor small = model::hugePageZeros({7, 9}, at::kBFloat16);
     QCOMPARE(small.scalar_type(), at::kBFloat16);
     QCOMPARE(small.abs().sum().item<double>(), 0.0);
+    if (!kernelHasThp()) QSKIP("this kernel has no transparent huge pages: the advice has nothing to act on");
+    QVERIFY2(advised(t), vmFlagsAt(t.data_ptr()).c_str());
   }
 
   void copyConvertsAsTo() {
@@ -79,17 +92,10 @@ class TestHugePages : public QObject {
   }
 
   // What the engine does with it: a checkpoint's weights copied on load (and converted from the
-  // file's bf16) and a KV cache are in advised memory, and decode the same as from the map.
+  // file's bf16) hold the map's values, and they and a KV cache are in advised memory.
   void modelWeightsAndCacheAreAdvised() {
     QTemporaryDir dir;
-    testing::TinyLlamaSpec spec;
-    spec.hidden = 512;
-    spec.intermediate = 1536;  // [1536, 512] f32 = 3 MiB
-    spec.layers = 1;
-    spec.heads = 8;
-    spec.kvHeads = 2;
-    spec.bf16 = true;
-    testing::writeTinyLlama(dir.path().toStdString(), spec);
+    testing::writeTinyLlama(dir.path().toStdString(), wideLayer(1536));  // [1536, 512] f32 = 3 MiB
     c10::InferenceMode guard;
     auto copied = model::LlamaModel::load(dir.path().toStdString(), at::kFloat, at::kCPU, true);
     auto mapped = model::LlamaModel::load(dir.path().toStdString(), at::kBFloat16, at::kCPU, false);
@@ -107,13 +113,7 @@ class TestHugePages : public QObject {
   // formula, computed here with ATen's own ops) bit for bit, in advised memory.
   void mergedWeightsAreTheFormulaInAdvisedMemory() {
     QTemporaryDir dir;
-    testing::TinyLlamaSpec spec;
-    spec.hidden = 512;
-    spec.intermediate = 2048;  // [2048, 512]: 2 MiB in bf16, past the plain-allocation size
-    spec.layers = 1;
-    spec.heads = 8;
-    spec.kvHeads = 2;
-    spec.bf16 = true;
+    const testing::TinyLlamaSpec spec = wideLayer(2048);  // [2048, 512]: 2 MiB in bf16 too
     const std::string base = dir.path().toStdString(), lora = base + "/lora";
     testing::writeTinyLlama(base, spec);
     testing::writeTinyLora(lora, spec, 8, 16.0, false, 3);
