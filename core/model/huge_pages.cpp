@@ -4,8 +4,7 @@
 
 #include <sys/mman.h>
 
-#include <cstdlib>
-#include <cstring>
+#include <cstdint>
 #include <new>
 
 namespace crosslab::model {
@@ -14,8 +13,26 @@ namespace {
 
 constexpr size_t kHugePage = size_t(2) << 20;
 
-// Uninitialised unless `zero` (the first write faults the pages in, as huge pages when the
-// kernel has them).
+// `bytes` (a multiple of kHugePage) of fresh anonymous memory on a 2 MiB boundary: mapped with
+// one page to spare, the unaligned head and tail handed back. The kernel fills anonymous pages
+// with zeros at their first touch, so nothing needs zeroing here, and a page never touched
+// never joins the resident set: a KV cache allocated for every row and position costs memory
+// only as far as sequences fill it (glibc's aligned_alloc below its mmap threshold, 32 MiB at
+// most, may hand back reused heap memory, which would need a memset that touches every page).
+void* mapAligned(size_t bytes) {
+  const size_t span = bytes + kHugePage;
+  void* raw = ::mmap(nullptr, span, PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (raw == MAP_FAILED) throw std::bad_alloc();
+  const auto start = reinterpret_cast<uintptr_t>(raw);
+  const uintptr_t aligned = (start + kHugePage - 1) / kHugePage * kHugePage;
+  if (aligned > start) ::munmap(raw, aligned - start);
+  const uintptr_t end = aligned + bytes, spanEnd = start + span;
+  if (spanEnd > end) ::munmap(reinterpret_cast<void*>(end), spanEnd - end);
+  void* p = reinterpret_cast<void*>(aligned);
+  ::madvise(p, bytes, MADV_HUGEPAGE);  // advisory: without THP the pages are ordinary
+  return p;
+}
+
 at::Tensor allocate(at::IntArrayRef shape, at::ScalarType dtype, bool zero) {
   const auto options = at::TensorOptions().dtype(dtype);
   int64_t numel = 1;
@@ -23,11 +40,8 @@ at::Tensor allocate(at::IntArrayRef shape, at::ScalarType dtype, bool zero) {
   const size_t bytes = size_t(numel) * at::elementSize(dtype);
   if (bytes < kHugePage) return zero ? at::zeros(shape, options) : at::empty(shape, options);
   const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
-  void* p = std::aligned_alloc(kHugePage, rounded);
-  if (!p) throw std::bad_alloc();
-  ::madvise(p, rounded, MADV_HUGEPAGE);  // advisory: without THP the pages are ordinary
-  if (zero) std::memset(p, 0, bytes);
-  return at::from_blob(p, shape, [](void* q) { std::free(q); }, options);
+  void* p = mapAligned(rounded);  // zero-filled by the kernel: `zero` needs nothing more
+  return at::from_blob(p, shape, [rounded](void* q) { ::munmap(q, rounded); }, options);
 }
 
 }  // namespace

@@ -20,8 +20,8 @@ using namespace crosslab;
 
 namespace {
 
-// The VmFlags line of the mapping holding `p`, or "" when none is found.
-std::string vmFlagsAt(const void* p) {
+// The line starting with `field` ("VmFlags:", "Rss:") of the mapping holding `p`, or "" when none is found.
+std::string smapsLine(const void* p, const std::string& field) {
   const auto addr = reinterpret_cast<uintptr_t>(p);
   std::ifstream smaps("/proc/self/smaps");
   std::string line;
@@ -34,9 +34,20 @@ std::string vmFlagsAt(const void* p) {
       inside = addr >= lo && addr < hi;
       continue;
     }
-    if (inside && line.rfind("VmFlags:", 0) == 0) return line;
+    if (inside && line.rfind(field, 0) == 0) return line;
   }
   return "";
+}
+
+std::string vmFlagsAt(const void* p) { return smapsLine(p, "VmFlags:"); }
+
+// The resident kilobytes of the mapping holding `p` (-1: not found).
+int64_t residentKb(const void* p) {
+  std::istringstream line(smapsLine(p, "Rss:"));
+  std::string name;
+  int64_t kb = -1;
+  line >> name >> kb;
+  return kb;
 }
 
 bool kernelHasThp() { return std::filesystem::exists("/sys/kernel/mm/transparent_hugepage/enabled"); }
@@ -77,6 +88,20 @@ class TestHugePages : public QObject {
     QCOMPARE(small.abs().sum().item<double>(), 0.0);
     if (!kernelHasThp()) QSKIP("this kernel has no transparent huge pages: the advice has nothing to act on");
     QVERIFY2(advised(t), vmFlagsAt(t.data_ptr()).c_str());
+  }
+
+  // Zeros from the kernel: a page nobody wrote is not resident (a KV cache sized for every row
+  // and position costs memory as sequences fill it, and nothing to zero at startup).
+  void untouchedZerosAreNotResident() {
+    const int64_t mib = 64;
+    const at::Tensor t = model::hugePageZeros({mib, 256, 1024}, at::kFloat);
+    const int64_t before = residentKb(t.data_ptr());
+    QVERIFY2(before >= 0 && before < mib * 1024 / 8, std::to_string(before).c_str());  // a memset would make it 64 MiB
+    t.fill_(1.0f);
+    QVERIFY2(residentKb(t.data_ptr()) >= mib * 1024, std::to_string(residentKb(t.data_ptr())).c_str());
+    QCOMPARE(t.sum().item<double>(), double(mib * 256 * 1024));
+    const at::Tensor fresh = model::hugePageZeros({mib, 256, 1024}, at::kFloat);  // not the freed one's pages
+    QCOMPARE(fresh.abs().sum().item<double>(), 0.0);
   }
 
   void copyConvertsAsTo() {
