@@ -81,6 +81,12 @@ std::vector<std::filesystem::path> CheckpointFiles::files() const {
   return out;
 }
 
+bool CheckpointFiles::maps(const void* p, size_t n) const {
+  for (const auto& f : files_)
+    if (f->maps(p, n)) return true;
+  return false;
+}
+
 uint64_t CheckpointFiles::totalBytes() const {
   uint64_t n = 0;
   for (const auto& kv : byName_) n += kv.second.second->bytes();

@@ -22,6 +22,8 @@ class CheckpointFiles {
   std::vector<std::string> names() const;
   std::vector<std::filesystem::path> files() const;
   uint64_t totalBytes() const;
+  // True when [p, p + n) lies inside one of the files' maps (a tensor used from the file).
+  bool maps(const void* p, size_t n) const;
 
  private:
   std::vector<std::unique_ptr<SafetensorsFile>> files_;

@@ -320,7 +320,11 @@ void LlamaModel::mergeLoraAdapter(const std::filesystem::path& dir) {
       at::mm_out(delta, b, a).mul_(scaling);
       at::Tensor sum = hugePageCopy(w, at::kFloat);
       sum.add_(delta);  // w + s·BA, the same sum as `w.to(kFloat) + delta`
+      const at::Tensor old = w;
       w = dtype_ == at::kFloat ? sum : hugePageCopy(sum, dtype_);
+      // A weight used from the file's map: its pages, read for the sum, are dead weight in the
+      // resident set now (a merged bf16 1B server held 1.4 GB of them).
+      if (files_ && files_->maps(old.data_ptr(), old.nbytes())) MappedFile::dropPages(old.data_ptr(), old.nbytes());
     }
     ++merged;
   };

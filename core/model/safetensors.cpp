@@ -154,4 +154,9 @@ TensorView SafetensorsFile::view(const TensorInfo& info) const {
   return {&info, map_.data() + header_.dataStart + info.begin};
 }
 
+bool SafetensorsFile::maps(const void* p, size_t n) const {
+  const auto a = reinterpret_cast<uintptr_t>(p), lo = reinterpret_cast<uintptr_t>(map_.data());
+  return a >= lo && n <= map_.size() && a - lo <= map_.size() - n;
+}
+
 }  // namespace crosslab::model

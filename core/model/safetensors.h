@@ -60,6 +60,8 @@ class SafetensorsFile {
   // nullptr when absent.
   const TensorInfo* find(const std::string& name) const;
   TensorView view(const TensorInfo& info) const;
+  // True when [p, p + n) lies inside this file's map.
+  bool maps(const void* p, size_t n) const;
 
  private:
   std::filesystem::path path_;

@@ -135,7 +135,8 @@ class TestHugePages : public QObject {
   }
 
   // A merged adapter's weights: W + s B A in fp32 rounded once to the model's dtype (the
-  // formula, computed here with ATen's own ops) bit for bit, in advised memory.
+  // formula, computed here with ATen's own ops) bit for bit, in advised memory; the file pages
+  // of a weight used from the map leave the resident set.
   void mergedWeightsAreTheFormulaInAdvisedMemory() {
     QTemporaryDir dir;
     const testing::TinyLlamaSpec spec = wideLayer(2048);  // [2048, 512]: 2 MiB in bf16 too
@@ -155,7 +156,13 @@ class TestHugePages : public QObject {
       auto m = model::LlamaModel::load(base, dtype, at::kCPU, false);
       const at::Tensor unmerged = m.weights().layers[0].wGate;
       const at::Tensor expected = (unmerged.to(at::kFloat) + at::mm(b, a) * scaling).to(dtype);
+      const int64_t fileKb = residentKb(unmerged.data_ptr()), gateKb = int64_t(unmerged.nbytes() / 1024);
       m.mergeLoraAdapter(lora);
+      if (dtype == at::kBFloat16) {  // the file's own bf16 pages, read for the sum, are handed back
+        QVERIFY2(fileKb >= gateKb, std::to_string(fileKb).c_str());
+        const int64_t after = residentKb(unmerged.data_ptr());
+        QVERIFY2(after < fileKb - gateKb / 2, (std::to_string(fileKb) + " -> " + std::to_string(after)).c_str());
+      }
       const at::Tensor merged = m.weights().layers[0].wGate;
       QCOMPARE(merged.scalar_type(), dtype);
       QVERIFY(at::equal(merged, expected));
