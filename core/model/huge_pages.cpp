@@ -7,6 +7,15 @@
 #include <cstdint>
 #include <new>
 
+#if defined(__SANITIZE_ADDRESS__)
+#include <sanitizer/asan_interface.h>
+#define CROSSLAB_POISON(p, n) ASAN_POISON_MEMORY_REGION(p, n)
+#define CROSSLAB_UNPOISON(p, n) ASAN_UNPOISON_MEMORY_REGION(p, n)
+#else
+#define CROSSLAB_POISON(p, n) ((void)(p), (void)(n))
+#define CROSSLAB_UNPOISON(p, n) ((void)(p), (void)(n))
+#endif
+
 namespace crosslab::model {
 
 namespace {
@@ -41,7 +50,15 @@ at::Tensor allocate(at::IntArrayRef shape, at::ScalarType dtype, bool zero) {
   if (bytes < kHugePage) return zero ? at::zeros(shape, options) : at::empty(shape, options);
   const size_t rounded = (bytes + kHugePage - 1) / kHugePage * kHugePage;
   void* p = mapAligned(rounded);  // zero-filled by the kernel: `zero` needs nothing more
-  return at::from_blob(p, shape, [rounded](void* q) { ::munmap(q, rounded); }, options);
+  // Under ASan the slack after the tensor is poisoned, so a read or write past its end is
+  // still reported (memory from mmap has no redzones of its own).
+  CROSSLAB_POISON(static_cast<char*>(p) + bytes, rounded - bytes);
+  return at::from_blob(p, shape,
+                       [rounded](void* q) {
+                         CROSSLAB_UNPOISON(q, rounded);
+                         ::munmap(q, rounded);
+                       },
+                       options);
 }
 
 }  // namespace
