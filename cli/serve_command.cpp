@@ -5,8 +5,13 @@
 
 #include <csignal>
 #include <cstdlib>
+#include <cstdint>
+#include <cstdio>
 #include <filesystem>
+#include <fstream>
 #include <ostream>
+#include <sstream>
+#include <string>
 #include <thread>
 
 #include "backends/serve/openai_server.h"
@@ -62,6 +67,38 @@ class SignalStopper {
   std::thread waiter_;
 };
 
+// MemAvailable from /proc/meminfo, in bytes (0: unknown).
+uint64_t memAvailableBytes() {
+  std::ifstream meminfo("/proc/meminfo");
+  std::string line;
+  while (std::getline(meminfo, line)) {
+    std::istringstream fields(line);
+    std::string key;
+    uint64_t kb = 0;
+    if (fields >> key >> kb && key == "MemAvailable:") return kb * 1024;
+  }
+  return 0;
+}
+
+std::string gigabytes(uint64_t bytes) {
+  char text[32];
+  std::snprintf(text, sizeof text, "%.2f GB", double(bytes) / 1e9);
+  return text;
+}
+
+// What the KV cache holds, and a warning when, full, it would not fit the memory available
+// now: on the CPU it is resident only as sequences fill it (core/model/huge_pages.h), so a
+// server whose cache does not fit starts, and the kernel kills it later, under load.
+void describeCache(const infer::SchedulerStats& st, const std::string& device, std::ostream& err) {
+  err << "KV cache: " << st.kvCacheRows << " rows x " << st.kvCachePositions << " positions, "
+      << gigabytes(st.kvCacheBytes) << (device == "cpu" ? ", resident as sequences fill it" : "") << std::endl;
+  const uint64_t available = device == "cpu" ? memAvailableBytes() : 0;
+  if (available && st.kvCacheBytes > available)
+    err << "warning: the KV cache, full, is more than the " << gigabytes(available)
+        << " of memory available now; lower --max-batch or --max-model-len, or the server may be killed as it fills"
+        << std::endl;
+}
+
 int runServe(const cli::Args& args, cli::Context& ctx) {
   args.expectPositionals(0, 0);
   const auto model = args.value("--model");
@@ -105,6 +142,7 @@ int runServe(const cli::Args& args, cli::Context& ctx) {
 
   SignalStopper stopper;
   auto engine = infer::BatchScheduler::open(*model, so);
+  describeCache(engine->stats(), so.device, ctx.err);
   OpenAiServer server(*engine, opt);
   const int port = server.bind();
   stopper.start(server);

@@ -532,6 +532,10 @@ std::unique_ptr<BatchScheduler> BatchScheduler::open(const std::filesystem::path
     for (const at::Tensor* w : {&l.wq, &l.wk, &l.wv, &l.wo, &l.wGate, &l.wUp, &l.wDown})
       impl->layerWeightBytes += int64_t(w->nbytes());
   impl->stats.kvSlots = impl->stats.freeKvSlots = options.maxBatch;
+  impl->stats.kvCacheRows = int(impl->cache.lengths.size());
+  impl->stats.kvCachePositions = impl->cache.capacity;
+  for (const auto* part : {&impl->cache.keys, &impl->cache.values, &impl->cache.keyBlocks})
+    for (const at::Tensor& t : *part) impl->stats.kvCacheBytes += uint64_t(t.nbytes());
   Impl* raw = impl.get();
   impl->thread = std::thread([raw] { raw->loop(); });
   return std::unique_ptr<BatchScheduler>(new BatchScheduler(std::move(impl)));

@@ -496,8 +496,13 @@ class TestOpenAiServer : public QObject {
     QVERIFY(p.waitForFinished(60000));
     QCOMPARE(p.exitStatus(), QProcess::NormalExit);
     QCOMPARE(p.exitCode(), 0);
-    const QByteArray all = line + p.readAllStandardOutput() + p.readAllStandardError();
+    const QByteArray err = p.readAllStandardError();
+    const QByteArray all = line + p.readAllStandardOutput() + err;
     QVERIFY(!all.contains("k3y-from-env"));
+    // The cache it allocated: 2 decode rows + 2 prefill rows, 256 + one 128-token prefill chunk.
+    QVERIFY2(err.contains("KV cache: 4 rows x 384 positions, "), err.constData());
+    QVERIFY2(err.contains(", resident as sequences fill it"), err.constData());
+    QVERIFY2(!err.contains("warning: the KV cache"), err.constData());
   }
 
   // Also: an OpenMP wait policy the user set is kept (no re-execution over it).
