@@ -6,7 +6,6 @@
 #include <csignal>
 #include <cstdlib>
 #include <cstdint>
-#include <cstdio>
 #include <filesystem>
 #include <fstream>
 #include <ostream>
@@ -16,6 +15,7 @@
 
 #include "backends/serve/openai_server.h"
 #include "core/infer/batch_scheduler.h"
+#include "core/ledger/ledger_text.h"
 
 namespace crosslab::serve {
 namespace {
@@ -80,21 +80,15 @@ uint64_t memAvailableBytes() {
   return 0;
 }
 
-std::string gigabytes(uint64_t bytes) {
-  char text[32];
-  std::snprintf(text, sizeof text, "%.2f GB", double(bytes) / 1e9);
-  return text;
-}
-
 // What the KV cache holds, and a warning when, full, it would not fit the memory available
 // now: on the CPU it is resident only as sequences fill it (core/model/huge_pages.h), so a
 // server whose cache does not fit starts, and the kernel kills it later, under load.
 void describeCache(const infer::SchedulerStats& st, const std::string& device, std::ostream& err) {
   err << "KV cache: " << st.kvCacheRows << " rows x " << st.kvCachePositions << " positions, "
-      << gigabytes(st.kvCacheBytes) << (device == "cpu" ? ", resident as sequences fill it" : "") << std::endl;
+      << ledger::formatBytes(int64_t(st.kvCacheBytes)) << (device == "cpu" ? ", resident as sequences fill it" : "") << std::endl;
   const uint64_t available = device == "cpu" ? memAvailableBytes() : 0;
   if (available && st.kvCacheBytes > available)
-    err << "warning: the KV cache, full, is more than the " << gigabytes(available)
+    err << "warning: the KV cache, full, is more than the " << ledger::formatBytes(int64_t(available))
         << " of memory available now; lower --max-batch or --max-model-len, or the server may be killed as it fills"
         << std::endl;
 }

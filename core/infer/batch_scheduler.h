@@ -48,12 +48,12 @@ struct SchedulerStats {
   uint64_t completed = 0;    // requests finished (any reason)
   uint64_t cancelled = 0;
   int kvSlots = 0;           // KV-cache decode rows (= maxBatch)
+  int freeKvSlots = 0;       // rows no sequence holds (kvSlots - decoding sequences)
   // The cache as allocated: rows (decode + prefill), positions per row, bytes. On the CPU only
   // what sequences write becomes resident (core/model/huge_pages.h).
   int kvCacheRows = 0;
   int64_t kvCachePositions = 0;
   uint64_t kvCacheBytes = 0;
-  int freeKvSlots = 0;       // rows no sequence holds (kvSlots - decoding sequences)
   uint64_t fusedSteps = 0, opByOpSteps = 0;  // decode steps by path
   uint64_t splitSteps = 0;                    // of the fused steps, those with rows split over threads
   uint64_t fusedRows = 0;                     // rows decoded through fused steps
