@@ -4,6 +4,7 @@
 #include <nlohmann/json.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -16,14 +17,14 @@
 #include <random>
 #include <thread>
 
-#include <pthread.h>
-#include <sched.h>
 #include <sys/socket.h>
 
 #include "backends/serve/api_error.h"
 #include "backends/serve/openai_request.h"
+#include "backends/serve/writer_thread.h"
 #include "core/infer/batch_scheduler.h"
 #include "core/util/await_ready.h"
+#include "core/util/run_queue_wait.h"
 
 namespace crosslab::serve {
 namespace {
@@ -163,8 +164,8 @@ struct SseStream {
   const bool includeUsage;
   const TokenFrames frames;
   httplib::DataSink* sink = nullptr;  // the connection thread's, valid until it is closed
-  bool roleSent = false;              // writer thread only
-  bool tokenSent = false;             // writer thread only: the first token went (at once)
+  bool roleSent = false;              // the active writer thread's only
+  bool tokenSent = false;             // the same: the first token went (at once)
   // Guarded by SseWriter's mutex. HandedBack: this client reads slowly; its connection thread
   // writes the rest itself (see SseWriter).
   enum class State { Open, Finished, Failed, HandedBack } state = State::Open;
@@ -203,23 +204,25 @@ struct SseStream {
   }
 };
 
-// One thread writes the frames of every streaming response. The scheduler emits a token for
-// each running stream at the end of a step; with a thread per connection, each token woke its
-// connection's thread (a futex wake and two context switches per token, on a 2-core VM a
-// fifth of the server's time at 32 streams). Here a step's tokens cost at most one wake (the
-// scheduler's after-step hook pokes the writer; a request's end pokes it too): the writer
-// passes over the streams with something new and writes each one's frames in one chunk. When
-// a pass takes longer than a step, the next pass finds several tokens per stream and sends them
-// together (vLLM's output collector merges deltas the same way when its consumer lags).
+// One thread writes the frames of every streaming response (one of two at a time: a nice-19
+// one, and one at the process's nice value for when the first is starved; writer_thread.h).
+// The scheduler emits a token for each running stream at the end of a step; with a thread per
+// connection, each token woke its connection's thread (a futex wake and two context switches
+// per token, on a 2-core VM a fifth of the server's time at 32 streams). Here a step's tokens
+// cost at most one wake (the scheduler's after-step hook pokes the writer; a request's end pokes
+// it too): the writer passes over the streams with something new and writes each one's frames
+// in one chunk. When a pass takes longer than a step, the next pass finds several tokens per
+// stream and sends them together (vLLM's output collector merges deltas the same way when its
+// consumer lags).
 // The connection threads only wait: each attaches its stream and blocks until the writer is
 // done with its DataSink (the sink belongs to the blocked connection thread; the writer uses it
 // meanwhile, under the mutex handoff).
 // A write blocks when the client's socket buffer is full (a slow link, a stopped client).
-// A stream whose write took longer than kSlowWrite is handed back to its connection thread,
-// which writes the rest itself as before, so one slow reader holds up the others once, for
-// one write, not for the rest of its stream. (A client that stopped reading holds the
-// writer until httplib's write timeout, 5 s, fails the write and drops it: the same drop as
-// with a thread per connection.)
+// A stream whose write took longer than kSlowWrite (not counting the time the writer waited
+// for a core meanwhile) is handed back to its connection thread, which writes the rest itself
+// as before, so one slow reader holds up the others once, for one write, not for the rest of
+// its stream. (A client that stopped reading holds the writer until httplib's write timeout,
+// 5 s, fails the write and drops it: the same drop as with a thread per connection.)
 // With a stream interval above 1 (ServerOptions::streamInterval) a stream's tokens after its
 // first wait in its channel until that many have arrived, or its end, or maxHold has passed
 // since the oldest of them came (a stream whose sequence waits, behind a long prefill say,
@@ -229,10 +232,14 @@ struct SseStream {
 class SseWriter {
  public:
   SseWriter(int streamInterval, int maxHoldMs)
-      : interval_(size_t(std::max(1, streamInterval))), maxHold_(std::max(0, maxHoldMs)), thread_([this] { loop(); }) {}
+      : interval_(size_t(std::max(1, streamInterval))),
+        maxHold_(std::max(0, maxHoldMs)),
+        low_([this] { loop(kLow); }),
+        high_([this] { loop(kHigh); }) {}
   ~SseWriter() {
     stop();
-    thread_.join();
+    low_.join();
+    high_.join();
   }
   SseWriter(const SseWriter&) = delete;
   SseWriter& operator=(const SseWriter&) = delete;
@@ -267,12 +274,15 @@ class SseWriter {
   }
   int64_t handedBack() const { return handedBack_; }
   int64_t writes() const { return writes_; }
+  // Times the work moved from the nice-19 writer to the other one (writer_thread.h).
+  int64_t handoffsToHigh() const { return handoffsToHigh_; }
 
   // Fails every stream (their connection threads return) and refuses new ones.
   void stop() {
     std::lock_guard<std::mutex> lk(mu_);
     stopping_ = true;
-    cv_.notify_one();
+    cv_.notify_all();
+    turn_.notify_all();
   }
 
  private:
@@ -288,24 +298,50 @@ class SseWriter {
   // (util::awaitReady).
   static constexpr std::chrono::microseconds kPollFor{100};
 
-  // The writer runs as SCHED_BATCH: the same share of the CPU as any thread (it cannot be
-  // starved), but its wake-up does not preempt a running thread. With the default policy each
-  // step's wake-up took a core from one of the step's threads mid-step, and the step's other
-  // thread waited for it at the step crew's barrier (on the 2-core VM, the demo model through
-  // HTTP at 8 to 32 streams lost 6-37% of its tok/s to that; the price of not preempting is a
-  // token that waits up to a scheduler tick: README, twenty-first session). Named, for perf and
-  // for the test that checks the policy.
-  static void setUpThread() {
-    pthread_setname_np(pthread_self(), "sse-writer");
-    sched_param none{};
-    (void)pthread_setschedparam(pthread_self(), SCHED_BATCH, &none);  // failing, it keeps SCHED_OTHER
+  // Two writer threads, one at nice 19 and one at the process's nice value; one works at a time
+  // (active_), the other waits on turn_ (writer_thread.h says why and when they swap).
+  static constexpr int kLow = 0, kHigh = 1;
+
+  void loop(int role) {
+    writer_thread::setUp(role == kLow);
+    std::unique_lock<std::mutex> lk(mu_);
+    for (;;) {
+      turn_.wait(lk, [&] { return active_ == role || stopping_; });
+      if (stopping_ || !work(lk, role)) break;
+      active_ = 1 - role;  // work() handed over
+      if (role == kLow) ++handoffsToHigh_;
+      pending_ = true;  // the other's first pass comes at once
+      turn_.notify_all();
+    }
+    for (auto& s : streams_) s->state = SseStream::State::Failed;
+    streams_.clear();
+    closed_.notify_all();
   }
 
-  void loop() {
-    setUpThread();
+  // Passes while this thread is the active writer; with mu_ held. Returns false on stop, true
+  // when the work should move to the other writer.
+  bool work(std::unique_lock<std::mutex>& lk, int role) {
     using Clock = std::chrono::steady_clock;
-    std::unique_lock<std::mutex> lk(mu_);
+    const auto since = Clock::now();
     std::vector<std::shared_ptr<SseStream>> pass;
+    // A write is slow when it took longer than kSlowWrite less the time the writer waited for a
+    // core meanwhile (at nice 19 on busy cores, tens of milliseconds): a full socket, not a
+    // preemption. The wait is counted from the pass's start or the last slow-looking write, so
+    // it may include waits before this write: a slow reader may then be found a write later.
+    const util::RunQueueWait runQueue;
+    std::chrono::nanoseconds waitedMark{0};
+    const auto slowWrite = [&](Clock::duration took) {
+      if (took <= kSlowWrite) return false;
+      const auto waited = runQueue.waited();
+      const auto preempted = waited - waitedMark;
+      waitedMark = waited;
+      return took - preempted > kSlowWrite;
+    };
+    std::chrono::nanoseconds waitedAtPass = runQueue.waited();
+    std::array<Clock::time_point, writer_thread::kStarvedTimes> longWaits{};  // the last ones' times
+    size_t longWaitCount = 0;
+    bool starved = false;
+    writer_thread::NeighbourLoad neighbours;
     Clock::time_point lastPass{};
     Clock::duration gap = Clock::duration::max();
     for (;;) {
@@ -316,13 +352,21 @@ class SseWriter {
       const auto ready = [&] { return pending_.load() || stopping_.load(); };
       util::awaitReady(ready, pollFor, std::chrono::microseconds(0), mu_, cv_, asleep_);
       lk.lock();
-      if (stopping_) break;
+      if (stopping_) return false;
       pending_ = false;
       const auto now = Clock::now();
       gap = lastPass == Clock::time_point{} ? Clock::duration::max() : now - lastPass;
       lastPass = now;
       pass = streams_;
       lk.unlock();
+      waitedMark = runQueue.waited();
+      if (waitedMark - waitedAtPass > writer_thread::kStarved) {
+        longWaits[longWaitCount++ % longWaits.size()] = now;
+        starved = longWaitCount >= longWaits.size() &&
+                  now - longWaits[longWaitCount % longWaits.size()] < writer_thread::kStarvedWindow &&
+                  neighbours.coresSinceLast() > writer_thread::kNeighbourCores;
+      }
+      waitedAtPass = waitedMark;
       std::vector<std::pair<SseStream*, SseStream::State>> ended;
       for (const auto& s : pass) {
         bool finished = false;
@@ -337,24 +381,24 @@ class SseWriter {
           ended.emplace_back(s.get(), SseStream::State::Failed);
         } else if (finished) {
           ended.emplace_back(s.get(), SseStream::State::Finished);
-        } else if (std::chrono::steady_clock::now() - t0 > kSlowWrite) {
+        } else if (slowWrite(std::chrono::steady_clock::now() - t0)) {
           ended.emplace_back(s.get(), SseStream::State::HandedBack);
         }
       }
       lk.lock();
-      if (ended.empty()) continue;
-      for (auto& [s, state] : ended) {
-        s->state = state;
-        if (state == SseStream::State::HandedBack) ++handedBack_;
+      if (!ended.empty()) {
+        for (auto& [s, state] : ended) {
+          s->state = state;
+          if (state == SseStream::State::HandedBack) ++handedBack_;
+        }
+        streams_.erase(std::remove_if(streams_.begin(), streams_.end(),
+                                      [](const auto& s) { return s->state != SseStream::State::Open; }),
+                       streams_.end());
+        closed_.notify_all();
       }
-      streams_.erase(std::remove_if(streams_.begin(), streams_.end(),
-                                    [](const auto& s) { return s->state != SseStream::State::Open; }),
-                     streams_.end());
-      closed_.notify_all();
+      if (stopping_) return false;
+      if (role == kLow ? starved : Clock::now() - since > writer_thread::kRetryLow) return true;
     }
-    for (auto& s : streams_) s->state = SseStream::State::Failed;
-    streams_.clear();
-    closed_.notify_all();
   }
 
   const size_t interval_;
@@ -363,10 +407,12 @@ class SseWriter {
   std::condition_variable cv_, closed_;
   std::atomic<bool> pending_{false};
   std::atomic<int> asleep_{0};  // the writer waits on cv_ (or is about to)
-  std::atomic<int64_t> handedBack_{0}, writes_{0};
+  std::atomic<int64_t> handedBack_{0}, writes_{0}, handoffsToHigh_{0};
+  std::condition_variable turn_;
+  int active_ = kLow;  // under mu_
   std::atomic<bool> stopping_{false};  // set under mu_; read while polling too
   std::vector<std::shared_ptr<SseStream>> streams_;
-  std::thread thread_;  // last: starts after the members it uses
+  std::thread low_, high_;  // last: they start after the members they use
 };
 
 }  // namespace
@@ -635,6 +681,7 @@ void OpenAiServer::run() {
 
 int64_t OpenAiServer::streamsHandedBack() const { return impl_->writer->handedBack(); }
 int64_t OpenAiServer::streamWrites() const { return impl_->writer->writes(); }
+int64_t OpenAiServer::writerHandoffs() const { return impl_->writer->handoffsToHigh(); }
 
 void OpenAiServer::stop() {
   // httplib's stop() does nothing until listen_after_bind() has started (a SIGTERM that

@@ -1,0 +1,59 @@
+#pragma once
+// The thread that writes every streaming response's frames (SseWriter, openai_server.cpp): its
+// name, scheduling policy and nice value, and when its work moves to a thread at another nice
+// value.
+//
+// It runs as SCHED_BATCH: its wake-up does not preempt a running thread. With the default
+// policy each step's wake-up took a core from one of the step's threads mid-step, and the
+// step's other thread waited for it at the step crew's barrier (on the 2-core VM, the demo model
+// through HTTP at 8 to 32 streams lost 6-37% of its tok/s to that; the price of not preempting
+// is a token that waits up to a scheduler tick: README, twenty-first session).
+//
+// It runs at nice 19 (kLowNice), the lowest share short of SCHED_IDLE: when the server's own
+// threads keep the cores busy (the step's threads, a client on the same machine) it gets about
+// 1/70 of a busy thread's share, so it falls behind the steps and sends several tokens per
+// write, one write and one wake of the reader per stream for a few steps (on the 2-core VM, the
+// demo model through HTTP at 8 to 32 streams gained a quarter to a third in tok/s, and ITL p99
+// at 32 streams went from 5 to 10-22 ms: README, twenty-fifth session).
+// A CPU-bound neighbour (a training run on the same cores) would starve it at that share: with
+// two busy loops on the two cores, tokens then came in bursts (ITL p99 185 ms at 32 streams, and
+// half the tok/s of a writer at nice 0). So a writer that waited for a core more than kStarved
+// between two passes kStarvedTimes times within kStarvedWindow, while other processes used more
+// than kNeighbourCores of CPU, hands its work to a second writer thread that kept the process's
+// nice value (an unprivileged thread cannot lower its nice value again, nor start a thread below
+// its own), and that one, after kRetryLow, hands it back. One of the two works at a time.
+#include <chrono>
+
+namespace crosslab::serve::writer_thread {
+
+constexpr int kLowNice = 19;
+// The server's own load makes such waits too, at 32 streams several a second: the other
+// processes' share tells the two apart (a benchmark client on the same machine used 6-25% of a
+// core; the two busy loops, one core or more).
+constexpr std::chrono::milliseconds kStarved{50};
+constexpr int kStarvedTimes = 3;
+constexpr std::chrono::seconds kStarvedWindow{1};
+constexpr double kNeighbourCores = 0.5;
+constexpr std::chrono::seconds kRetryLow{60};
+
+// Names the calling thread "sse-writer" (for perf, and the tests that find it) and makes it
+// SCHED_BATCH; `low`: at nice kLowNice too. Failing, it keeps the process's policy and nice value.
+void setUp(bool low);
+
+// The CPU other processes used (all of the machine's busy time, /proc/stat, less this process's,
+// /proc/self/stat), in cores over an interval.
+class NeighbourLoad {
+ public:
+  NeighbourLoad() { sample(&machine_, &self_, &at_); }
+  // Over the time since the last call that returned a figure (or construction); -1 when the
+  // files cannot be read or under 0.2 s have passed (the next call then counts from the same
+  // point).
+  double coresSinceLast();
+
+ private:
+  static bool sample(long long* machine, long long* self, std::chrono::steady_clock::time_point* at);
+  long long machine_ = -1, self_ = -1;
+  std::chrono::steady_clock::time_point at_;
+};
+
+}  // namespace crosslab::serve::writer_thread
