@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
@@ -36,9 +37,9 @@ bool NeighbourLoad::sample(long long* machine, long long* self, std::chrono::ste
   std::string field;
   long long utime = -1, stime = -1;
   for (int i = 3; fields >> field; ++i) {  // fields 14 and 15 (man 5 proc), in clock ticks too
-    if (i == 14) utime = std::stoll(field);
+    if (i == 14) utime = std::strtoll(field.c_str(), nullptr, 10);  // no throw: on the writer thread
     if (i == 15) {
-      stime = std::stoll(field);
+      stime = std::strtoll(field.c_str(), nullptr, 10);
       break;
     }
   }
