@@ -231,9 +231,11 @@ struct SseStream {
 // slow reader's stream does anyway.
 class SseWriter {
  public:
-  SseWriter(int streamInterval, int maxHoldMs)
+  SseWriter(int streamInterval, int maxHoldMs, bool lowPriority)
       : interval_(size_t(std::max(1, streamInterval))),
         maxHold_(std::max(0, maxHoldMs)),
+        lowPriority_(lowPriority),
+        active_(lowPriority ? kLow : kHigh),
         low_([this] { loop(kLow); }),
         high_([this] { loop(kHigh); }) {}
   ~SseWriter() {
@@ -313,29 +315,25 @@ class SseWriter {
       pending_ = true;  // the other's first pass comes at once
       turn_.notify_all();
     }
+    if (active_ != role) return;  // the active one may be mid-pass, using the streams' sinks
     for (auto& s : streams_) s->state = SseStream::State::Failed;
     streams_.clear();
     closed_.notify_all();
   }
 
-  // Passes while this thread is the active writer; with mu_ held. Returns false on stop, true
-  // when the work should move to the other writer.
+  // Passes while this thread is the active writer, mu_ held; false on stop, true to hand over.
   bool work(std::unique_lock<std::mutex>& lk, int role) {
     using Clock = std::chrono::steady_clock;
     const auto since = Clock::now();
     std::vector<std::shared_ptr<SseStream>> pass;
-    // A write is slow when it took longer than kSlowWrite less the time the writer waited for a
-    // core meanwhile (at nice 19 on busy cores, tens of milliseconds): a full socket, not a
-    // preemption. The wait is counted from the pass's start or the last slow-looking write, so
-    // it may include waits before this write: a slow reader may then be found a write later.
+    // Slow: over kSlowWrite less the writer's wait for a core meanwhile (a full socket, not a
+    // preemption; one pread before each write).
     const util::RunQueueWait runQueue;
     std::chrono::nanoseconds waitedMark{0};
     const auto slowWrite = [&](Clock::duration took) {
       if (took <= kSlowWrite) return false;
       const auto waited = runQueue.waited();
-      const auto preempted = waited - waitedMark;
-      waitedMark = waited;
-      return took - preempted > kSlowWrite;
+      return took - (waited - waitedMark) > kSlowWrite;
     };
     std::chrono::nanoseconds waitedAtPass = runQueue.waited();
     std::array<Clock::time_point, writer_thread::kStarvedTimes> longWaits{};  // the last ones' times
@@ -359,14 +357,14 @@ class SseWriter {
       lastPass = now;
       pass = streams_;
       lk.unlock();
-      waitedMark = runQueue.waited();
-      if (waitedMark - waitedAtPass > writer_thread::kStarved) {
+      const auto waitedNow = runQueue.waited();
+      if (waitedNow - waitedAtPass > writer_thread::kStarved) {
         longWaits[longWaitCount++ % longWaits.size()] = now;
         starved = longWaitCount >= longWaits.size() &&
                   now - longWaits[longWaitCount % longWaits.size()] < writer_thread::kStarvedWindow &&
                   neighbours.coresSinceLast() > writer_thread::kNeighbourCores;
       }
-      waitedAtPass = waitedMark;
+      waitedAtPass = waitedNow;
       std::vector<std::pair<SseStream*, SseStream::State>> ended;
       for (const auto& s : pass) {
         bool finished = false;
@@ -375,6 +373,7 @@ class SseWriter {
         const std::string out = s->framesFor(std::move(events), &finished);
         if (out.empty()) continue;
         const auto t0 = std::chrono::steady_clock::now();
+        waitedMark = runQueue.waited();
         ++writes_;
         if (!s->sink->write(out.data(), out.size())) {
           s->ch->gone = true;  // the client left: the scheduler drops the sequence at its next token
@@ -397,19 +396,20 @@ class SseWriter {
         closed_.notify_all();
       }
       if (stopping_) return false;
-      if (role == kLow ? starved : Clock::now() - since > writer_thread::kRetryLow) return true;
+      if (role == kLow ? starved : lowPriority_ && Clock::now() - since > writer_thread::kRetryLow) return true;
     }
   }
 
   const size_t interval_;
   const std::chrono::milliseconds maxHold_;
+  const bool lowPriority_;
   std::mutex mu_;
   std::condition_variable cv_, closed_;
   std::atomic<bool> pending_{false};
   std::atomic<int> asleep_{0};  // the writer waits on cv_ (or is about to)
   std::atomic<int64_t> handedBack_{0}, writes_{0}, handoffsToHigh_{0};
   std::condition_variable turn_;
-  int active_ = kLow;  // under mu_
+  int active_;  // under mu_
   std::atomic<bool> stopping_{false};  // set under mu_; read while polling too
   std::vector<std::shared_ptr<SseStream>> streams_;
   std::thread low_, high_;  // last: they start after the members they use
@@ -429,7 +429,7 @@ struct OpenAiServer::Impl {
   std::shared_ptr<SseWriter> writer;
 
   Impl(infer::BatchScheduler& e, ServerOptions o)
-      : engine(e), opt(std::move(o)), writer(std::make_shared<SseWriter>(opt.streamInterval, opt.streamMaxHoldMs)) {}
+      : engine(e), opt(std::move(o)), writer(std::make_shared<SseWriter>(opt.streamInterval, opt.streamMaxHoldMs, opt.lowPriorityWriter)) {}
   void routes();
   std::string adapterFor(const std::string& model) const;
   // `wake` (may be empty) runs after the request's end is queued.

@@ -35,6 +35,10 @@ struct ServerOptions {
   // make token arrival burstier.
   int streamInterval = 1;
   int streamMaxHoldMs = 50;  // the longest a token waits for the interval's others
+  // The SSE writer at nice 19, handing over to one at the process's nice value when other
+  // processes starve it (writer_thread.h); false: only the latter, as before (tests that count
+  // writes, which a writer falling behind would group).
+  bool lowPriorityWriter = true;
 };
 
 // max(256, 4 * maxBatch + 64): a benchmark's 256 streams are all served at once, and
