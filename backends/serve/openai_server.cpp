@@ -326,12 +326,13 @@ class SseWriter {
     using Clock = std::chrono::steady_clock;
     const auto since = Clock::now();
     std::vector<std::shared_ptr<SseStream>> pass;
-    // Slow: over kSlowWrite less the writer's wait for a core meanwhile (a full socket, not a
-    // preemption; one pread before each write).
+    // Slow: over kSlowWrite less the wait for a core meanwhile (a full socket, not a preemption).
     const util::RunQueueWait runQueue;
     std::chrono::nanoseconds waitedMark{0};
+    const bool low = role == kLow;  // only the nice-19 writer reads its waits: two preads a write
     const auto slowWrite = [&](Clock::duration took) {
       if (took <= kSlowWrite) return false;
+      if (!low) return true;
       const auto waited = runQueue.waited();
       return took - (waited - waitedMark) > kSlowWrite;
     };
@@ -357,7 +358,7 @@ class SseWriter {
       lastPass = now;
       pass = streams_;
       lk.unlock();
-      const auto waitedNow = runQueue.waited();
+      const auto waitedNow = low ? runQueue.waited() : waitedAtPass;
       if (waitedNow - waitedAtPass > writer_thread::kStarved) {
         longWaits[longWaitCount++ % longWaits.size()] = now;
         starved = longWaitCount >= longWaits.size() &&
@@ -373,7 +374,7 @@ class SseWriter {
         const std::string out = s->framesFor(std::move(events), &finished);
         if (out.empty()) continue;
         const auto t0 = std::chrono::steady_clock::now();
-        waitedMark = runQueue.waited();
+        if (low) waitedMark = runQueue.waited();
         ++writes_;
         if (!s->sink->write(out.data(), out.size())) {
           s->ch->gone = true;  // the client left: the scheduler drops the sequence at its next token
@@ -396,7 +397,7 @@ class SseWriter {
         closed_.notify_all();
       }
       if (stopping_) return false;
-      if (role == kLow ? starved : lowPriority_ && Clock::now() - since > writer_thread::kRetryLow) return true;
+      if (low ? starved : lowPriority_ && Clock::now() - since > writer_thread::kRetryLow) return true;
     }
   }
 
