@@ -1,0 +1,112 @@
+#include "backends/serve/sse_writer.h"
+
+#include <httplib.h>
+
+#include <array>
+#include <deque>
+#include <string>
+#include <utility>
+
+#include "backends/serve/writer_thread.h"
+#include "core/util/await_ready.h"
+#include "core/util/run_queue_wait.h"
+
+namespace crosslab::serve::sse {
+
+void SseWriter::loop(int role) {
+  writer_thread::setUp(role == kLow);
+  std::unique_lock<std::mutex> lk(mu_);
+  for (;;) {
+    turn_.wait(lk, [&] { return active_ == role || stopping_; });
+    if (stopping_ || !work(lk, role)) break;
+    active_ = 1 - role;  // work() handed over
+    if (role == kLow) ++handoffsToHigh_;
+    pending_ = true;  // the other's first pass comes at once
+    turn_.notify_all();
+  }
+  if (active_ != role) return;  // the active one may be mid-pass, using the streams' sinks
+  for (auto& s : streams_) s->state = SseStream::State::Failed;
+  streams_.clear();
+  closed_.notify_all();
+}
+
+bool SseWriter::work(std::unique_lock<std::mutex>& lk, int role) {
+  using Clock = std::chrono::steady_clock;
+  const auto since = Clock::now();
+  std::vector<std::shared_ptr<SseStream>> pass;
+  // Slow: over kSlowWrite less the wait for a core meanwhile (a full socket, not a preemption).
+  const util::RunQueueWait runQueue;
+  std::chrono::nanoseconds waitedMark{0};
+  const bool low = role == kLow;  // only the nice-19 writer reads its waits: two preads a write
+  const auto slowWrite = [&](Clock::duration took) {
+    if (took <= kSlowWrite) return false;
+    if (!low) return true;
+    const auto waited = runQueue.waited();
+    return took - (waited - waitedMark) > kSlowWrite;
+  };
+  std::chrono::nanoseconds waitedAtPass = runQueue.waited();
+  std::array<Clock::time_point, writer_thread::kStarvedTimes> longWaits{};  // the last ones' times
+  size_t longWaitCount = 0;
+  bool starved = false;
+  writer_thread::NeighbourLoad neighbours;
+  Clock::time_point lastPass{};
+  Clock::duration gap = Clock::duration::max();
+  for (;;) {
+    std::chrono::microseconds pollFor{0};
+    if (!streams_.empty() && gap < kPollFor)
+      pollFor = std::chrono::duration_cast<std::chrono::microseconds>(std::min<Clock::duration>(2 * gap, kPollFor));
+    lk.unlock();
+    const auto ready = [&] { return pending_.load() || stopping_.load(); };
+    util::awaitReady(ready, pollFor, std::chrono::microseconds(0), mu_, cv_, asleep_);
+    lk.lock();
+    if (stopping_) return false;
+    pending_ = false;
+    const auto now = Clock::now();
+    gap = lastPass == Clock::time_point{} ? Clock::duration::max() : now - lastPass;
+    lastPass = now;
+    pass = streams_;
+    lk.unlock();
+    const auto waitedNow = low ? runQueue.waited() : waitedAtPass;
+    if (waitedNow - waitedAtPass > writer_thread::kStarved) {
+      longWaits[longWaitCount++ % longWaits.size()] = now;
+      starved = longWaitCount >= longWaits.size() &&
+                now - longWaits[longWaitCount % longWaits.size()] < writer_thread::kStarvedWindow &&
+                neighbours.coresSinceLast() > writer_thread::kNeighbourCores;
+    }
+    waitedAtPass = waitedNow;
+    std::vector<std::pair<SseStream*, SseStream::State>> ended;
+    for (const auto& s : pass) {
+      bool finished = false;
+      std::deque<Event> events = s->tokenSent ? s->ch->takeNow(interval_, maxHold_) : s->ch->takeNow();
+      if (!events.empty()) s->tokenSent = true;
+      const std::string out = s->framesFor(std::move(events), &finished);
+      if (out.empty()) continue;
+      const auto t0 = std::chrono::steady_clock::now();
+      if (low) waitedMark = runQueue.waited();
+      ++writes_;
+      if (!s->sink->write(out.data(), out.size())) {
+        s->ch->gone = true;  // the client left: the scheduler drops the sequence at its next token
+        ended.emplace_back(s.get(), SseStream::State::Failed);
+      } else if (finished) {
+        ended.emplace_back(s.get(), SseStream::State::Finished);
+      } else if (slowWrite(std::chrono::steady_clock::now() - t0)) {
+        ended.emplace_back(s.get(), SseStream::State::HandedBack);
+      }
+    }
+    lk.lock();
+    if (!ended.empty()) {
+      for (auto& [s, state] : ended) {
+        s->state = state;
+        if (state == SseStream::State::HandedBack) ++handedBack_;
+      }
+      streams_.erase(std::remove_if(streams_.begin(), streams_.end(),
+                                    [](const auto& s) { return s->state != SseStream::State::Open; }),
+                     streams_.end());
+      closed_.notify_all();
+    }
+    if (stopping_) return false;
+    if (low ? starved : lowPriority_ && Clock::now() - since > writer_thread::kRetryLow) return true;
+  }
+}
+
+}  // namespace crosslab::serve::sse
