@@ -120,6 +120,7 @@ int runServe(const cli::Args& args, cli::Context& ctx) {
   if (opt.baseModelId.empty()) opt.baseModelId = fs::absolute(*model).lexically_normal().parent_path().filename().string();
   opt.httpThreads = int(args.integer("--max-connections", defaultHttpThreads(so.maxBatch), 1, 65536));
   opt.streamInterval = int(args.integer("--stream-interval", 1, 1, 4096));
+  opt.lowPriorityWriter = args.choice("--writer-priority", {"low", "normal"}, "low") == "low";
   if (const auto merge = args.value("--merge")) {
     // --merge NAME serves the --lora NAME adapter merged into the weights, and only it.
     if (so.loras.size() != 1 || so.loras[0].first != *merge)
@@ -151,7 +152,7 @@ int runServe(const cli::Args& args, cli::Context& ctx) {
 void addServeCommands(std::vector<cli::Command>& commands) {
   commands.push_back({"serve",
                       "--model DIR [--served-model-name NAME] [--lora NAME=DIR ...] [--merge NAME] [--host 127.0.0.1] "
-                      "[--port 8000] [--max-batch N] [--max-model-len N] [--dtype bf16|f32] [--max-connections N] [--stream-interval N] [--api-key-env VAR]",
+                      "[--port 8000] [--max-batch N] [--max-model-len N] [--dtype bf16|f32] [--max-connections N] [--stream-interval N] [--writer-priority low|normal] [--api-key-env VAR]",
                       "serve a model over the OpenAI-compatible API with continuous batching",
                       {{"--model", true, "Hugging Face checkpoint folder", true},
                        {"--served-model-name", true, "the base model's id (default: the folder's name)"},
@@ -170,6 +171,7 @@ void addServeCommands(std::vector<cli::Command>& commands) {
                        {"--load", true, "map (default) or copy: weights from the file's memory map, or read into memory"},
                        {"--max-connections", true, "HTTP connections served at once (default max(256, 4 x max batch + 64))"},
                        {"--stream-interval", true, "tokens per streamed write after the first (default 1: each token as it comes; larger: fewer writes and reads per token, burstier arrival; none held over 50 ms)"},
+                       {"--writer-priority", true, "the thread writing the streams: low (default: nice 19 while the cores are the server's; it falls behind the steps and sends several tokens per write, more tok/s and a longer tail of gaps between tokens) or normal (the process's nice value: each token as its step ends)"},
                        {"--api-key-env", true, "environment variable holding the API key"}},
                       runServe});
 }

@@ -17,6 +17,7 @@
 #include <sys/socket.h>
 
 #include "backends/serve/api_error.h"
+#include "backends/serve/connection_socket.h"
 #include "backends/serve/openai_request.h"
 #include "backends/serve/sse_stream.h"
 #include "backends/serve/sse_writer.h"
@@ -62,8 +63,10 @@ struct OpenAiServer::Impl {
   // `wake` (may be empty) runs after the request's end is queued.
   std::shared_ptr<Channel> submit(OpenAiRequest& req, const std::string& adapter, std::function<void()> wake);
   void complete(const httplib::Request& q, httplib::Response& res, bool chat);
-  void respondWhole(httplib::Response& res, const Meta& meta, Channel& ch);
-  void respondStream(httplib::Response& res, const Meta& meta, std::shared_ptr<Channel> ch, bool includeUsage);
+  // `socket`: the connection's, to notice a client that hangs up meanwhile (-1: unknown).
+  void respondWhole(httplib::Response& res, const Meta& meta, Channel& ch, int socket);
+  void respondStream(httplib::Response& res, const Meta& meta, std::shared_ptr<Channel> ch, bool includeUsage,
+                     int socket);
   void models(httplib::Response& res) const;
   bool authorized(const httplib::Request& q) const;
   httplib::Server::Handler guarded(std::function<void(const httplib::Request&, httplib::Response&)> h);
@@ -151,10 +154,16 @@ std::shared_ptr<Channel> OpenAiServer::Impl::submit(OpenAiRequest& req, const st
   return ch;
 }
 
-void OpenAiServer::Impl::respondWhole(httplib::Response& res, const Meta& meta, Channel& ch) {
-  std::string text;
+void OpenAiServer::Impl::respondWhole(httplib::Response& res, const Meta& meta, Channel& ch, int socket) {
+  auto nextCheck = std::chrono::steady_clock::now();
   for (;;) {
-    for (auto& e : ch.take(std::chrono::milliseconds(500))) {
+    auto events = ch.take(std::chrono::milliseconds(100));  // a token's event wakes it too
+    if (socket >= 0 && std::chrono::steady_clock::now() >= nextCheck) {
+      nextCheck = std::chrono::steady_clock::now() + std::chrono::milliseconds(100);
+      if (peerClosed(socket))  // complete() cancels the request
+        throw ApiError(500, "InternalServerError", "the client closed the connection before the reply");
+    }
+    for (auto& e : events) {
       if (!e.done) continue;
       const infer::ServeResult& r = e.result;
       if (r.finishReason == "error" || r.finishReason == "cancelled")
@@ -177,15 +186,20 @@ void OpenAiServer::Impl::respondWhole(httplib::Response& res, const Meta& meta, 
 }
 
 void OpenAiServer::Impl::respondStream(httplib::Response& res, const Meta& meta, std::shared_ptr<Channel> ch,
-                                       bool includeUsage) {
+                                       bool includeUsage, int socket) {
   auto stream = std::make_shared<SseStream>(meta, ch, includeUsage);
   auto finished = std::make_shared<bool>(false);
-  const auto provider = [this, stream, finished](size_t, httplib::DataSink& sink) {
-    SseStream::State state = writer->serve(stream, sink);  // blocks while the writer thread serves it
-    while (state == SseStream::State::HandedBack) {       // a slow reader: this thread writes the rest
+  const auto provider = [this, stream, finished, socket](size_t, httplib::DataSink& sink) {
+    const auto hungUp = [&] {  // free the slot now: the stream's next write may be far off
+      stream->ch->gone = true;
+      engine.cancel(stream->ch->requestId);
+    };
+    SseStream::State state = writer->serve(stream, sink, socket, hungUp);  // blocks while the writer serves it
+    while (state == SseStream::State::HandedBack) {  // a slow reader: this thread writes the rest
       bool last = false;
       const std::string out = stream->framesFor(stream->ch->take(std::chrono::milliseconds(200)), &last);
-      if ((!out.empty() && !sink.write(out.data(), out.size())) || writer->stopping())
+      if ((!out.empty() && !sink.write(out.data(), out.size())) || writer->stopping() ||
+          (out.empty() && socket >= 0 && peerClosed(socket)))
         state = SseStream::State::Failed;
       else if (last)
         state = SseStream::State::Finished;
@@ -215,9 +229,10 @@ void OpenAiServer::Impl::complete(const httplib::Request& q, httplib::Response& 
             int64_t(std::time(nullptr))};
   const bool stream = req.stream, includeUsage = req.includeUsage;
   std::shared_ptr<Channel> ch = stream ? submit(req, adapter, pokeWriter()) : submit(req, adapter, {});
-  if (stream) return respondStream(res, meta, ch, includeUsage);
+  const int socket = connectionSocket(q);
+  if (stream) return respondStream(res, meta, ch, includeUsage, socket);
   try {
-    respondWhole(res, meta, *ch);
+    respondWhole(res, meta, *ch, socket);
   } catch (...) {
     engine.cancel(ch->requestId);
     throw;

@@ -36,10 +36,12 @@ struct ServerOptions {
   int streamInterval = 1;
   int streamMaxHoldMs = 50;  // the longest a token waits for the interval's others
   // The SSE writer at nice 19, handing over to one at the process's nice value when other
-  // processes starve it (writer_thread.h). Off by default for now: a writer that falls behind
-  // finds a client that hung up only at its next write, so under load a hung-up stream's
-  // sequence can run to its end (test_serve_reliability's hang-ups were not cancelled in CI).
-  bool lowPriorityWriter = false;
+  // processes starve it (writer_thread.h): on busy cores it falls behind the steps and sends
+  // several tokens per write (more tok/s, a longer tail of inter-token gaps). A client that hangs
+  // up is noticed by its connection thread, not only by the writer's next write
+  // (connection_socket.h). false: one writer at the process's nice value (serve
+  // --writer-priority normal).
+  bool lowPriorityWriter = true;
 };
 
 // max(256, 4 * maxBatch + 64): a benchmark's 256 streams are all served at once, and

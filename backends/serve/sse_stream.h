@@ -121,6 +121,7 @@ struct SseStream {
   // Guarded by SseWriter's mutex. HandedBack: this client reads slowly; its connection thread
   // writes the rest itself (see SseWriter).
   enum class State { Open, Finished, Failed, HandedBack } state = State::Open;
+  int wake = -1;  // guarded the same: an eventfd its connection thread waits on, or -1
 
   // The frames for what has arrived (empty: nothing to send); sets *finished when the last ones
   // are among them.

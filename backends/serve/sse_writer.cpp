@@ -2,7 +2,12 @@
 
 #include <httplib.h>
 
+#include <poll.h>
+#include <sys/eventfd.h>
+#include <unistd.h>
+
 #include <array>
+#include <cerrno>
 #include <deque>
 #include <string>
 #include <utility>
@@ -13,8 +18,59 @@
 
 namespace crosslab::serve::sse {
 
+SseStream::State SseWriter::serve(const std::shared_ptr<SseStream>& s, httplib::DataSink& sink, int socket,
+                                  const std::function<void()>& hungUp) {
+  // With the socket known, the connection thread sleeps in poll() on it and on an eventfd that
+  // end() signals, so a client that hangs up is noticed at once, not at the stream's next write
+  // (with a stream interval, or a writer behind at nice 19, that may be its end).
+  const int wake = socket >= 0 ? ::eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK) : -1;
+  std::unique_lock<std::mutex> lk(mu_);
+  if (stopping_) {
+    if (wake >= 0) ::close(wake);
+    return SseStream::State::Failed;
+  }
+  s->sink = &sink;
+  s->wake = wake;
+  streams_.push_back(s);
+  pending_ = true;
+  cv_.notify_one();
+  if (wake < 0) {
+    closed_.wait(lk, [&] { return s->state != SseStream::State::Open; });
+    return s->state;
+  }
+  bool watching = true;  // the socket: until the client hung up (POLLRDHUP stays set)
+  while (s->state == SseStream::State::Open) {
+    lk.unlock();
+    pollfd fds[2] = {{wake, POLLIN, 0}, {socket, POLLRDHUP, 0}};
+    const int n = ::poll(fds, watching ? 2 : 1, 1000);  // the timeout only guards against a lost wake
+    if (n > 0 && (fds[0].revents & POLLIN)) {
+      uint64_t count = 0;
+      while (::read(wake, &count, sizeof count) < 0 && errno == EINTR) {
+      }
+    }
+    if (n > 0 && watching && (fds[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
+      watching = false;
+      hungUp();
+    }
+    lk.lock();
+  }
+  s->wake = -1;  // end() wrote to it under mu_, before this thread saw the state
+  const SseStream::State state = s->state;
+  lk.unlock();
+  ::close(wake);
+  return state;
+}
+
+void SseWriter::end(SseStream& s, SseStream::State state) {
+  s.state = state;
+  if (s.wake < 0) return;  // closed_.notify_all() wakes it
+  const uint64_t one = 1;
+  while (::write(s.wake, &one, sizeof one) < 0 && errno == EINTR) {
+  }
+}
+
 void SseWriter::loop(int role) {
-  writer_thread::setUp(role == kLow);
+  writer_thread::setUp(role == kLow && lowPriority_);  // off: neither at nice 19 (the low one never works)
   std::unique_lock<std::mutex> lk(mu_);
   for (;;) {
     turn_.wait(lk, [&] { return active_ == role || stopping_; });
@@ -25,7 +81,7 @@ void SseWriter::loop(int role) {
     turn_.notify_all();
   }
   if (active_ != role) return;  // the active one may be mid-pass, using the streams' sinks
-  for (auto& s : streams_) s->state = SseStream::State::Failed;
+  for (auto& s : streams_) end(*s, SseStream::State::Failed);
   streams_.clear();
   closed_.notify_all();
 }
@@ -96,7 +152,7 @@ bool SseWriter::work(std::unique_lock<std::mutex>& lk, int role) {
     lk.lock();
     if (!ended.empty()) {
       for (auto& [s, state] : ended) {
-        s->state = state;
+        end(*s, state);
         if (state == SseStream::State::HandedBack) ++handedBack_;
       }
       streams_.erase(std::remove_if(streams_.begin(), streams_.end(),

@@ -6,6 +6,7 @@
 #include <chrono>
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <thread>
@@ -27,7 +28,10 @@ namespace crosslab::serve::sse {
 // consumer lags).
 // The connection threads only wait: each attaches its stream and blocks until the writer is
 // done with its DataSink (the sink belongs to the blocked connection thread; the writer uses it
-// meanwhile, under the mutex handoff).
+// meanwhile, under the mutex handoff). While it waits, a connection thread watches its socket
+// for the client hanging up and cancels the request at once (serve()): a writer behind at
+// nice 19, or holding tokens for a stream interval, may not write to that stream again before
+// its sequence ends.
 // A write blocks when the client's socket buffer is full (a slow link, a stopped client).
 // A stream whose write took longer than kSlowWrite (not counting the time the writer waited
 // for a core meanwhile) is handed back to its connection thread, which writes the rest itself
@@ -37,7 +41,7 @@ namespace crosslab::serve::sse {
 // With a stream interval above 1 (ServerOptions::streamInterval) a stream's tokens after its
 // first wait in its channel until that many have arrived, or its end, or maxHold has passed
 // since the oldest of them came (a stream whose sequence waits, behind a long prefill say,
-// still sees its tokens, and a client that left is still found out by a failed write soon).
+// still sees its tokens).
 // A stream handed back to its connection thread writes whatever has arrived each time, as a
 // slow reader's stream does anyway.
 class SseWriter {
@@ -69,17 +73,10 @@ class SseWriter {
   static constexpr std::chrono::milliseconds kSlowWrite{20};
 
   // From a connection thread: serves `s` through `sink` and returns when the writer is done
-  // with it: Finished (the caller ends the chunked body), Failed, or HandedBack.
-  SseStream::State serve(const std::shared_ptr<SseStream>& s, httplib::DataSink& sink) {
-    std::unique_lock<std::mutex> lk(mu_);
-    if (stopping_) return SseStream::State::Failed;
-    s->sink = &sink;
-    streams_.push_back(s);
-    pending_ = true;
-    cv_.notify_one();
-    closed_.wait(lk, [&] { return s->state != SseStream::State::Open; });
-    return s->state;
-  }
+  // with it: Finished (the caller ends the chunked body), Failed, or HandedBack. `socket`: the
+  // connection's (-1: unknown); when its client hangs up meanwhile, `hungUp` runs, once.
+  SseStream::State serve(const std::shared_ptr<SseStream>& s, httplib::DataSink& sink, int socket,
+                         const std::function<void()>& hungUp);
 
   bool stopping() {
     std::lock_guard<std::mutex> lk(mu_);
@@ -116,6 +113,9 @@ class SseWriter {
   static constexpr int kLow = 0, kHigh = 1;
 
   void loop(int role);
+
+  // Ends `s` (mu_ held) and wakes its connection thread.
+  void end(SseStream& s, SseStream::State state);
 
   // Passes while this thread is the active writer, mu_ held; false on stop, true to hand over.
   bool work(std::unique_lock<std::mutex>& lk, int role);

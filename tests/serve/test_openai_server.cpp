@@ -413,16 +413,28 @@ class TestOpenAiServer : public QObject {
     }
   }
 
-  // This process's threads named "sse-writer".
-  static std::vector<pid_t> writerThreads() {
+  // The threads named "sse-writer" of process `pid` (0: this one).
+  static std::vector<pid_t> writerThreads(pid_t pid = 0) {
     std::vector<pid_t> out;
-    for (const auto& task : std::filesystem::directory_iterator("/proc/self/task")) {
+    const std::string tasks = pid ? "/proc/" + std::to_string(pid) + "/task" : "/proc/self/task";
+    for (const auto& task : std::filesystem::directory_iterator(tasks)) {
       std::ifstream comm(task.path() / "comm");
       std::string name;
       std::getline(comm, name);
       if (name == "sse-writer") out.push_back(pid_t(std::stol(task.path().filename().string())));
     }
     return out;
+  }
+
+  // The nice values of process `pid`'s writer threads, once one is at 19 or a second has passed.
+  static QList<int> writerNices(pid_t pid) {
+    QList<int> nices;
+    for (int attempt = 0; attempt < 100 && !nices.contains(19); ++attempt) {
+      if (attempt) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+      nices.clear();
+      for (const pid_t tid : writerThreads(pid)) nices.append(getpriority(PRIO_PROCESS, id_t(tid)));
+    }
+    return nices;
   }
 
   // The SSE writer threads run as SCHED_BATCH (a wake-up after each step must not preempt the
@@ -573,6 +585,7 @@ class TestOpenAiServer : public QObject {
     QFile envFile(QString("/proc/%1/environ").arg(p.processId()));
     QVERIFY(envFile.open(QIODevice::ReadOnly));
     QVERIFY(envFile.readAll().split('\0').contains("OMP_WAIT_POLICY=PASSIVE"));
+    QVERIFY(writerNices(pid_t(p.processId())).contains(19));  // --writer-priority low, the default
     p.terminate();  // SIGTERM
     QVERIFY(p.waitForFinished(60000));
     QCOMPARE(p.exitStatus(), QProcess::NormalExit);
@@ -592,7 +605,8 @@ class TestOpenAiServer : public QObject {
     crosslab::testing::CliOptions o;
     o.env.insert("OMP_WAIT_POLICY", "ACTIVE");
     crosslab::testing::startCli(p, {"serve", "--model", QString::fromStdString(dir_), "--port", "0", "--max-model-len", "256",
-                           "--lora", "lora_a=" + QString::fromStdString(dir_) + "/lora_a", "--merge", "lora_a"}, o);
+                           "--lora", "lora_a=" + QString::fromStdString(dir_) + "/lora_a", "--merge", "lora_a",
+                           "--writer-priority", "normal"}, o);
     QVERIFY(p.waitForStarted());
     QByteArray line;
     for (int i = 0; i < 600 && !line.contains('\n'); ++i) {
@@ -614,6 +628,8 @@ class TestOpenAiServer : public QObject {
     QVERIFY(envFile.open(QIODevice::ReadOnly));
     const QList<QByteArray> vars = envFile.readAll().split('\0');
     QVERIFY(vars.contains("OMP_WAIT_POLICY=ACTIVE") && !vars.contains("OMP_WAIT_POLICY=PASSIVE"));
+    const QList<int> nices = writerNices(pid_t(p.processId()));  // after a request: they are set up
+    QVERIFY2(!nices.isEmpty() && !nices.contains(19), "--writer-priority normal: a writer at nice 19");
     p.terminate();
     QVERIFY(p.waitForFinished(60000));
     QCOMPARE(p.exitCode(), 0);

@@ -112,6 +112,38 @@ Round loadRound(testing::LocalServer& server) {
   return out;
 }
 
+// A server whose writer holds every streamed token after the first until 5 000 have arrived or
+// an hour has passed: after its first write, a stream's next write is its end.
+std::unique_ptr<testing::LocalServer> holdingServer(const std::string& dir) {
+  infer::SchedulerOptions so;
+  so.maxBatch = 4;
+  so.maxModelLen = 4096;
+  so.prefillChunk = 16;
+  serve::ServerOptions opt;
+  opt.baseModelId = "tiny";
+  opt.streamInterval = 5000;
+  opt.streamMaxHoldMs = 3600 * 1000;
+  return std::make_unique<testing::LocalServer>(dir, so, opt);
+}
+
+// Bounded wait until a sequence more than `before` was cancelled and none runs; the steps taken
+// since `before`.
+int64_t waitCancelled(testing::LocalServer& server, const infer::SchedulerStats& before) {
+  for (int i = 0; i < 600; ++i) {  // up to a minute
+    const auto st = server.engine().stats();
+    if (st.cancelled > before.cancelled && st.running == 0) break;
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  const auto after = server.engine().stats();
+  qInfo("cancelled %lld, steps %lld", static_cast<long long>(after.cancelled - before.cancelled),
+        static_cast<long long>(after.steps - before.steps));
+  return after.cancelled == before.cancelled + 1 && after.running == 0 ? after.steps - before.steps : -1;
+}
+
+json longRequest(bool stream) {
+  return {{"prompt", "go"}, {"max_tokens", 4000}, {"ignore_eos", true}, {"stream", stream}};
+}
+
 // Bounded wait until the hung-up sequences are dropped and nothing queues.
 void waitIdle(testing::LocalServer& server) {
   for (int i = 0; i < 600; ++i) {
@@ -191,6 +223,54 @@ class TestServeReliability : public QObject {
     auto c = server.client();
     QCOMPARE(c.Get("/health")->status, 200);
     QCOMPARE(c.Post("/v1/completions", R"({"prompt": "still here", "max_tokens": 3})", "application/json")->status, 200);
+  }
+
+  // A client that hangs up while its stream has nothing to write is found out at once: its
+  // connection thread watches the socket (connection_socket.h), not only the writes. Without
+  // that, this stream's next write, and so the hang-up, would come at its 4 000th token.
+  void hangUpIsNoticedBetweenWrites() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    testing::writeServeFixture(tmp.path().toStdString());
+    auto server = holdingServer(tmp.path().toStdString());
+    const auto before = server->engine().stats();
+    {
+      auto c = server->client();
+      httplib::Request req;
+      req.method = "POST";
+      req.path = "/v1/completions";
+      req.headers = {{"Content-Type", "application/json"}};
+      req.body = longRequest(true).dump();
+      std::string got;
+      req.content_receiver = [&](const char* d, size_t n, uint64_t, uint64_t) {
+        got.append(d, n);
+        return false;  // the first token's frame came: hang up
+      };
+      c.send(req);
+      QVERIFY2(got.find("\"text\"") != std::string::npos, got.c_str());
+    }
+    const int64_t steps = waitCancelled(*server, before);
+    QVERIFY2(steps >= 0, "the hung-up stream was not cancelled once");
+    QVERIFY2(steps < 3900, "the sequence ran to its end instead of being dropped");
+  }
+
+  // The same for a request that does not stream: a client that gives up waiting for the whole
+  // reply (its read timeout) frees its slot too.
+  void hangUpOfAWholeRequestIsNoticed() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    testing::writeServeFixture(tmp.path().toStdString());
+    auto server = holdingServer(tmp.path().toStdString());
+    const auto before = server->engine().stats();
+    {
+      auto c = server->client();
+      c.set_read_timeout(0, 50 * 1000);
+      auto r = c.Post("/v1/completions", longRequest(false).dump(), "application/json");
+      QVERIFY2(!r, "the whole reply came within the client's 50 ms");
+    }
+    const int64_t steps = waitCancelled(*server, before);
+    QVERIFY2(steps >= 0, "the abandoned request was not cancelled once");
+    QVERIFY2(steps < 3900, "the sequence ran to its end instead of being dropped");
   }
 };
 
