@@ -121,6 +121,7 @@ int runServe(const cli::Args& args, cli::Context& ctx) {
   opt.httpThreads = int(args.integer("--max-connections", defaultHttpThreads(so.maxBatch), 1, 65536));
   opt.streamInterval = int(args.integer("--stream-interval", 1, 1, 4096));
   opt.lowPriorityWriter = args.choice("--writer-priority", {"low", "normal"}, "low") == "low";
+  opt.notice = [&err = ctx.err](const std::string& line) { err << line << std::endl; };
   if (const auto merge = args.value("--merge")) {
     // --merge NAME serves the --lora NAME adapter merged into the weights, and only it.
     if (so.loras.size() != 1 || so.loras[0].first != *merge)

@@ -57,7 +57,7 @@ struct OpenAiServer::Impl {
   std::shared_ptr<SseWriter> writer;
 
   Impl(infer::BatchScheduler& e, ServerOptions o)
-      : engine(e), opt(std::move(o)), writer(std::make_shared<SseWriter>(opt.streamInterval, opt.streamMaxHoldMs, opt.lowPriorityWriter)) {}
+      : engine(e), opt(std::move(o)), writer(std::make_shared<SseWriter>(opt.streamInterval, opt.streamMaxHoldMs, opt.lowPriorityWriter, opt.notice)) {}
   void routes();
   std::string adapterFor(const std::string& model) const;
   // `wake` (may be empty) runs after the request's end is queued.

@@ -5,6 +5,7 @@
 // handler runs inside one wrapper that turns exceptions into vLLM's JSON errors.
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -42,6 +43,9 @@ struct ServerOptions {
   // (connection_socket.h). false: one writer at the process's nice value (serve
   // --writer-priority normal).
   bool lowPriorityWriter = true;
+  // Lines for whoever runs the server (serve prints them on stderr), from the server's threads:
+  // now only when the nice-19 writer hands over, at most once a minute. Empty: none.
+  std::function<void(const std::string&)> notice;
 };
 
 // max(256, 4 * maxBatch + 64): a benchmark's 256 streams are all served at once, and

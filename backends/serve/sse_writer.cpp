@@ -76,9 +76,19 @@ void SseWriter::loop(int role) {
     turn_.wait(lk, [&] { return active_ == role || stopping_; });
     if (stopping_ || !work(lk, role)) break;
     active_ = 1 - role;  // work() handed over
-    if (role == kLow) ++handoffsToHigh_;
-    pending_ = true;  // the other's first pass comes at once
+    pending_ = true;     // the other's first pass comes at once
     turn_.notify_all();
+    if (role == kLow) {
+      ++handoffsToHigh_;
+      if (notice_) {  // at most once per kRetryLow: the other writer works that long first
+        lk.unlock();
+        notice_("serve: other processes keep the cores busy and starve the stream writer at nice 19; streams are "
+                "written at the server's own priority for the next " +
+                std::to_string(std::chrono::duration_cast<std::chrono::seconds>(writer_thread::kRetryLow).count()) +
+                " s (--writer-priority normal: always)");
+        lk.lock();
+      }
+    }
   }
   if (active_ != role) return;  // the active one may be mid-pass, using the streams' sinks
   for (auto& s : streams_) end(*s, SseStream::State::Failed);

@@ -9,7 +9,9 @@
 #include <functional>
 #include <memory>
 #include <mutex>
+#include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include "backends/serve/sse_stream.h"
@@ -46,10 +48,12 @@ namespace crosslab::serve::sse {
 // slow reader's stream does anyway.
 class SseWriter {
  public:
-  SseWriter(int streamInterval, int maxHoldMs, bool lowPriority)
+  // `notice`: told when the nice-19 writer hands over (may be empty; ServerOptions::notice).
+  SseWriter(int streamInterval, int maxHoldMs, bool lowPriority, std::function<void(const std::string&)> notice)
       : interval_(size_t(std::max(1, streamInterval))),
         maxHold_(std::max(0, maxHoldMs)),
         lowPriority_(lowPriority),
+        notice_(std::move(notice)),
         active_(lowPriority ? kLow : kHigh),
         low_([this] { loop(kLow); }),
         high_([this] { loop(kHigh); }) {}
@@ -123,6 +127,7 @@ class SseWriter {
   const size_t interval_;
   const std::chrono::milliseconds maxHold_;
   const bool lowPriority_;
+  const std::function<void(const std::string&)> notice_;
   std::mutex mu_;
   std::condition_variable cv_, closed_;
   std::atomic<bool> pending_{false};

@@ -37,7 +37,8 @@ namespace {
 
 std::unique_ptr<testing::LocalServer> startServer(const std::string& dir, const std::string& apiKey = {},
                                                  int socketSendBuffer = 0, int streamInterval = 1,
-                                                 int streamMaxHoldMs = 50, bool lowPriorityWriter = true) {
+                                                 int streamMaxHoldMs = 50, bool lowPriorityWriter = true,
+                                                 std::function<void(const std::string&)> notice = {}) {
   infer::SchedulerOptions so;
   so.maxBatch = 4;
   so.maxModelLen = 4096;
@@ -51,6 +52,7 @@ std::unique_ptr<testing::LocalServer> startServer(const std::string& dir, const 
   opt.streamInterval = streamInterval;
   opt.streamMaxHoldMs = streamMaxHoldMs;
   opt.lowPriorityWriter = lowPriorityWriter;
+  opt.notice = std::move(notice);
   return std::make_unique<testing::LocalServer>(dir, so, opt);
 }
 
@@ -471,7 +473,12 @@ class TestOpenAiServer : public QObject {
   // would not do: the server's own load must not move the work, so they do not count.)
   void starvedWriterHandsOver() {
     if (!util::RunQueueWait().available()) QSKIP("no /proc/thread-self/schedstat: the writer cannot tell it is starved");
-    auto local = startServer(dir_);
+    std::mutex noticeMu;
+    std::vector<std::string> notices;
+    auto local = startServer(dir_, {}, 0, 1, 50, true, [&](const std::string& line) {
+      std::lock_guard<std::mutex> lk(noticeMu);
+      notices.push_back(line);
+    });
     const int64_t before = local->server().writerHandoffs();
     struct Busy {  // killed however the test ends
       std::vector<pid_t> pids;
@@ -511,6 +518,15 @@ class TestOpenAiServer : public QObject {
     QCOMPARE(json::parse(frames[frames.size() - 2])["usage"]["completion_tokens"].get<int>(), tokens);
     qInfo("writer handovers under busy cores: %lld", static_cast<long long>(handoffs));
     QVERIFY(handoffs >= 1);
+    // A line for the operator per handover (serve prints it on stderr), told after the count.
+    const auto noticed = [&] {
+      std::lock_guard<std::mutex> lk(noticeMu);
+      return notices.size();
+    };
+    for (int i = 0; i < 500 && noticed() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    std::lock_guard<std::mutex> lk(noticeMu);
+    QVERIFY(!notices.empty() && int64_t(notices.size()) <= local->server().writerHandoffs() - before);
+    QVERIFY2(notices[0].find("starve the stream writer at nice 19") != std::string::npos, notices[0].c_str());
   }
 
   // Stopping the server with streams open ends them (their connection threads wait on the
