@@ -7,7 +7,6 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
-#include <sys/stat.h>
 
 #include <cstdlib>
 #include <string>
@@ -58,9 +57,7 @@ int connectionSocket(const httplib::Request& q) {
     char* end = nullptr;
     const long fd = std::strtol(e->d_name, &end, 10);
     if (end == e->d_name || *end != '\0' || fd == dirfd(dir)) continue;
-    struct stat st {};
-    if (fstat(int(fd), &st) != 0 || !S_ISSOCK(st.st_mode)) continue;
-    if (matches(int(fd), local, remote)) {
+    if (matches(int(fd), local, remote)) {  // getpeername fails on a descriptor that is no socket
       found = int(fd);
       break;
     }
