@@ -135,8 +135,9 @@ bool SseWriter::work(std::unique_lock<std::mutex>& lk, int role) {
     const auto waitedNow = low ? runQueue.waited() : waitedAtPass;
     if (waitedNow - waitedAtPass > writer_thread::kStarved) {
       longWaits[longWaitCount++ % longWaits.size()] = now;
-      starved = longWaitCount >= longWaits.size() &&
-                now - longWaits[longWaitCount % longWaits.size()] < writer_thread::kStarvedWindow &&
+      const bool often = longWaitCount >= longWaits.size() &&
+                         now - longWaits[longWaitCount % longWaits.size()] < writer_thread::kStarvedWindow;
+      starved = (often || waitedNow - waitedAtPass > writer_thread::kStarvedOnce) &&
                 neighbours.coresSinceLast() > writer_thread::kNeighbourCores;
     }
     waitedAtPass = waitedNow;
