@@ -69,7 +69,9 @@ int connectionSocket(const httplib::Request& q) {
 
 bool peerClosed(int fd) {
   pollfd p{fd, POLLRDHUP, 0};
-  return ::poll(&p, 1, 0) == 1 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0;
+  return ::poll(&p, 1, 0) == 1 && peerClosedIn(p.revents);
 }
+
+bool peerClosedIn(short revents) { return (revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0; }
 
 }  // namespace crosslab::serve

@@ -19,5 +19,7 @@ int connectionSocket(const httplib::Request& q);
 // Whether the peer has closed its end of `fd` (a FIN: POLLRDHUP) or the connection is reset or
 // broken (POLLHUP, POLLERR). Does not wait; data the client sent meanwhile does not count.
 bool peerClosed(int fd);
+// The same judgement on what poll() returned for such a socket, watched for POLLRDHUP.
+bool peerClosedIn(short revents);
 
 }  // namespace crosslab::serve

@@ -12,6 +12,7 @@
 #include <string>
 #include <utility>
 
+#include "backends/serve/connection_socket.h"
 #include "backends/serve/writer_thread.h"
 #include "core/util/await_ready.h"
 #include "core/util/run_queue_wait.h"
@@ -48,7 +49,7 @@ SseStream::State SseWriter::serve(const std::shared_ptr<SseStream>& s, httplib::
       while (::read(wake, &count, sizeof count) < 0 && errno == EINTR) {
       }
     }
-    if (n > 0 && watching && (fds[1].revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL))) {
+    if (n > 0 && watching && peerClosedIn(fds[1].revents)) {
       watching = false;
       hungUp();
     }
