@@ -7,7 +7,11 @@
 #include <netinet/in.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/uio.h>
 
+#include <algorithm>
+#include <cerrno>
+#include <cstdio>
 #include <cstdlib>
 #include <string>
 
@@ -73,5 +77,39 @@ bool peerClosed(int fd) {
 }
 
 bool peerClosedIn(short revents) { return (revents & (POLLRDHUP | POLLHUP | POLLERR | POLLNVAL)) != 0; }
+
+bool writeChunk(int fd, std::string_view data, std::chrono::milliseconds timeout) {
+  if (data.empty()) return true;  // an empty chunk would end the body
+  char head[24];
+  const int headLen = std::snprintf(head, sizeof head, "%zx\r\n", data.size());
+  static char crlf[] = "\r\n";
+  iovec iov[3] = {{head, size_t(headLen)}, {const_cast<char*>(data.data()), data.size()}, {crlf, 2}};
+  iovec* next = iov;
+  size_t left = 3;
+  const auto deadline = std::chrono::steady_clock::now() + timeout;
+  while (left > 0) {
+    msghdr msg{};
+    msg.msg_iov = next;
+    msg.msg_iovlen = left;
+    const ssize_t n = ::sendmsg(fd, &msg, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) {  // full: wait for room
+      const auto wait = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - std::chrono::steady_clock::now());
+      if (wait.count() <= 0) return false;
+      pollfd p{fd, POLLOUT, 0};
+      if (::poll(&p, 1, int(wait.count())) < 0 && errno != EINTR) return false;
+      continue;
+    }
+    if (n < 0) return false;  // EPIPE, ECONNRESET: the client left
+    for (size_t sent = size_t(n); sent > 0;) {  // past what went, in part or in whole
+      const size_t take = std::min(sent, next->iov_len);
+      next->iov_base = static_cast<char*>(next->iov_base) + take;
+      next->iov_len -= take;
+      sent -= take;
+      if (next->iov_len == 0) ++next, --left;
+    }
+  }
+  return true;
+}
 
 }  // namespace crosslab::serve

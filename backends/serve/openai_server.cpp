@@ -189,7 +189,11 @@ void OpenAiServer::Impl::respondStream(httplib::Response& res, const Meta& meta,
                                        bool includeUsage, int socket) {
   auto stream = std::make_shared<SseStream>(meta, ch, includeUsage);
   auto finished = std::make_shared<bool>(false);
-  const auto provider = [this, stream, finished, socket](size_t, httplib::DataSink& sink) {
+  httplib::Response* response = &res;  // it holds the provider, so it outlives each call of it
+  const auto provider = [this, stream, finished, socket, response](size_t, httplib::DataSink& sink) {
+    // httplib never compresses text/event-stream (can_compress_content_type); were it to, the
+    // chunks would have to go through its sink
+    if (!response->has_header("Content-Encoding")) stream->rawSocket = socket;
     const auto hungUp = [&] {  // free the slot now: the stream's next write may be far off
       stream->ch->gone = true;
       engine.cancel(stream->ch->requestId);
@@ -323,6 +327,7 @@ void OpenAiServer::run() {
 
 int64_t OpenAiServer::streamsHandedBack() const { return impl_->writer->handedBack(); }
 int64_t OpenAiServer::streamWrites() const { return impl_->writer->writes(); }
+int64_t OpenAiServer::streamWritesToSocket() const { return impl_->writer->socketWrites(); }
 int64_t OpenAiServer::writerHandoffs() const { return impl_->writer->handoffsToHigh(); }
 
 void OpenAiServer::stop() {

@@ -68,6 +68,9 @@ class OpenAiServer {
   // Writes of streamed frames by the shared writer thread so far (each holds one stream's
   // frames since its last write: see ServerOptions::streamInterval).
   int64_t streamWrites() const;
+  // Of those, the ones sent straight to the connection's socket (connection_socket.h
+  // writeChunk), not through httplib's sink.
+  int64_t streamWritesToSocket() const;
   // Times the nice-19 writer thread, starved of CPU, handed its work to the writer at the
   // process's nice value (writer_thread.h).
   int64_t writerHandoffs() const;

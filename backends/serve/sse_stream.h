@@ -116,6 +116,10 @@ struct SseStream {
   const bool includeUsage;
   const TokenFrames frames;
   httplib::DataSink* sink = nullptr;  // the connection thread's, valid until it is closed
+  // The connection's socket where the writer sends the body's chunks to it itself
+  // (connection_socket.h writeChunk: the same bytes as sink->write, without its polls); -1:
+  // through the sink (the socket unknown, or the body compressed).
+  int rawSocket = -1;
   bool roleSent = false;              // the active writer thread's only
   bool tokenSent = false;             // the same: the first token went (at once)
   // Guarded by SseWriter's mutex. HandedBack: this client reads slowly; its connection thread

@@ -75,6 +75,10 @@ class SseWriter {
   }
 
   static constexpr std::chrono::milliseconds kSlowWrite{20};
+  // How long a write to a stream's own socket may wait for room: httplib's write timeout
+  // (CPPHTTPLIB_WRITE_TIMEOUT_SECOND), which the server keeps, so a stalled client is dropped
+  // after as long as through the sink.
+  static constexpr std::chrono::milliseconds kWriteTimeout{5000};
 
   // From a connection thread: serves `s` through `sink` and returns when the writer is done
   // with it: Finished (the caller ends the chunked body), Failed, or HandedBack. `socket`: the
@@ -88,6 +92,7 @@ class SseWriter {
   }
   int64_t handedBack() const { return handedBack_; }
   int64_t writes() const { return writes_; }
+  int64_t socketWrites() const { return socketWrites_; }  // of writes(): straight to the socket
   // Times the work moved from the nice-19 writer to the other one (writer_thread.h).
   int64_t handoffsToHigh() const { return handoffsToHigh_; }
 
@@ -132,7 +137,7 @@ class SseWriter {
   std::condition_variable cv_, closed_;
   std::atomic<bool> pending_{false};
   std::atomic<int> asleep_{0};  // the writer waits on cv_ (or is about to)
-  std::atomic<int64_t> handedBack_{0}, writes_{0}, handoffsToHigh_{0};
+  std::atomic<int64_t> handedBack_{0}, writes_{0}, socketWrites_{0}, handoffsToHigh_{0};
   std::condition_variable turn_;
   int active_;  // under mu_
   std::atomic<bool> stopping_{false};  // set under mu_; read while polling too

@@ -1,0 +1,156 @@
+// The streamed body's chunks written straight to a connection's socket (connection_socket.h
+// writeChunk), over real TCP sockets on loopback: the exact chunked framing, a socket too full
+// for the chunk (it waits for room and sends the rest), a reader that never reads (false after
+// the timeout), a peer that closed (false, no SIGPIPE); and the server sending every stream's
+// writes that way, with the client decoding the same frames.
+#include <QTemporaryDir>
+#include <QtTest>
+
+#include <netinet/in.h>
+#include <netinet/tcp.h>
+#include <sys/socket.h>
+#include <sys/time.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <string>
+#include <thread>
+
+#include "backends/serve/connection_socket.h"
+#include "tests/serve/serve_fixture.h"
+
+using namespace crosslab;
+using nlohmann::json;
+
+namespace {
+
+// Both ends of a TCP connection on loopback, closed on destruction. `sendBuffer` > 0: the
+// writing end's SO_SNDBUF, and the reading end's SO_RCVBUF, so that a chunk of a few hundred KB
+// fills them.
+struct Pair {
+  int writer = -1, reader = -1;
+  explicit Pair(int buffers = 0) {
+    const int listener = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof addr;
+    if (listener < 0 || ::bind(listener, reinterpret_cast<sockaddr*>(&addr), sizeof addr) != 0 ||
+        ::listen(listener, 1) != 0 || ::getsockname(listener, reinterpret_cast<sockaddr*>(&addr), &len) != 0)
+      return;
+    reader = ::socket(AF_INET, SOCK_STREAM, 0);
+    const timeval guard{30, 0};  // a read that waits this long ends (a lost byte fails the test, not hangs it)
+    ::setsockopt(reader, SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof guard);
+    if (buffers > 0) ::setsockopt(reader, SOL_SOCKET, SO_RCVBUF, &buffers, sizeof buffers);
+    if (::connect(reader, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0) writer = ::accept(listener, nullptr, nullptr);
+    if (buffers > 0 && writer >= 0) ::setsockopt(writer, SOL_SOCKET, SO_SNDBUF, &buffers, sizeof buffers);
+    ::close(listener);
+  }
+  ~Pair() {
+    if (writer >= 0) ::close(writer);
+    if (reader >= 0) ::close(reader);
+  }
+  // Everything readable until `bytes` have come, the writer closed, or nothing came for 30 s.
+  std::string read(size_t bytes) const {
+    std::string got;
+    char buf[65536];
+    for (ssize_t n; got.size() < bytes && (n = ::recv(reader, buf, sizeof buf, 0)) > 0;) got.append(buf, size_t(n));
+    return got;
+  }
+};
+
+std::string pattern(size_t n) {
+  std::string s(n, '\0');
+  for (size_t i = 0; i < n; ++i) s[i] = char('a' + (i * 7 + i / 251) % 26);
+  return s;
+}
+
+}  // namespace
+
+class TestConnectionSocket : public QObject {
+  Q_OBJECT
+
+ private slots:
+  void chunkHasHttpFraming() {
+    Pair p;
+    QVERIFY(p.writer >= 0);
+    QVERIFY(serve::writeChunk(p.writer, "", std::chrono::milliseconds(1000)));  // nothing: an empty chunk ends a body
+    QVERIFY(serve::writeChunk(p.writer, "data: {}\n\n", std::chrono::milliseconds(1000)));
+    QVERIFY(serve::writeChunk(p.writer, std::string(300, 'x'), std::chrono::milliseconds(1000)));
+    const std::string expected = "a\r\ndata: {}\n\n\r\n12c\r\n" + std::string(300, 'x') + "\r\n";
+    QCOMPARE(p.read(expected.size()), expected);
+  }
+
+  // A chunk far larger than both sockets' buffers goes in parts: the first send takes what fits,
+  // the rest waits for the reader, who gets every byte in order.
+  void chunkLargerThanTheSocketGoesWhole() {
+    Pair p(16384);
+    QVERIFY(p.writer >= 0);
+    const std::string data = pattern(1 << 20);
+    bool ok = false;
+    std::thread w([&] { ok = serve::writeChunk(p.writer, data, std::chrono::milliseconds(60000)); });
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));  // the sockets fill meanwhile
+    const std::string expected = "100000\r\n" + data + "\r\n";
+    const std::string got = p.read(expected.size());
+    w.join();
+    QVERIFY(ok);
+    QCOMPARE(got.size(), expected.size());
+    QVERIFY(got == expected);
+  }
+
+  // A reader that never reads: the write waits for room until its timeout, then fails.
+  void stalledReaderTimesOut() {
+    Pair p(16384);
+    QVERIFY(p.writer >= 0);
+    QVERIFY(!serve::writeChunk(p.writer, pattern(4 << 20), std::chrono::milliseconds(100)));
+  }
+
+  // A peer that closed: a write fails (the reset, then EPIPE) instead of raising SIGPIPE, which
+  // would end this process.
+  void closedPeerFails() {
+    Pair p;
+    QVERIFY(p.writer >= 0);
+    ::close(p.reader);
+    p.reader = -1;
+    bool failed = false;
+    for (int i = 0; i < 200 && !failed; ++i) {
+      failed = !serve::writeChunk(p.writer, pattern(1024), std::chrono::milliseconds(1000));
+      if (!failed) std::this_thread::sleep_for(std::chrono::milliseconds(10));
+    }
+    QVERIFY(failed);
+  }
+
+  // The server's writer sends each stream's frames with writeChunk (every write of the shared
+  // writer thread went to the socket), and an HTTP client decodes the body into every frame.
+  void serverWritesStreamsToTheirSockets() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const std::string dir = tmp.path().toStdString();
+    testing::writeServeFixture(dir);
+    infer::SchedulerOptions so;
+    so.maxBatch = 4;
+    serve::ServerOptions opt;
+    opt.baseModelId = "tiny";
+    testing::LocalServer server(dir, so, opt);
+    auto c = server.client();
+    const int tokens = 200;
+    const json req = {{"prompt", "raw"}, {"max_tokens", tokens}, {"ignore_eos", true}, {"stream", true},
+                      {"stream_options", {{"include_usage", true}}}};
+    auto r = c.Post("/v1/completions", req.dump(), "application/json");
+    QVERIFY(r);
+    QCOMPARE(r->status, 200);
+    bool ok = false;
+    const auto frames = testing::sseFrames(r->body, &ok);
+    QVERIFY2(ok, r->body.substr(0, 300).c_str());
+    QCOMPARE(frames.back(), std::string("[DONE]"));
+    QCOMPARE(json::parse(frames[frames.size() - 2])["usage"]["completion_tokens"].get<int>(), tokens);
+    const int64_t writes = server.server().streamWrites(), toSocket = server.server().streamWritesToSocket();
+    qInfo("%lld writes, %lld of them straight to the socket", static_cast<long long>(writes),
+          static_cast<long long>(toSocket));
+    QVERIFY(writes > 0);
+    QCOMPARE(toSocket, writes);
+  }
+};
+
+QTEST_GUILESS_MAIN(TestConnectionSocket)
+#include "test_connection_socket.moc"
