@@ -295,6 +295,10 @@ OpenAiServer::OpenAiServer(infer::BatchScheduler& engine, ServerOptions options)
   const size_t threads = size_t(impl_->opt.httpThreads);
   impl_->http.new_task_queue = [threads] { return new httplib::ThreadPool(threads); };
   impl_->http.set_payload_max_length(8u << 20);  // 8 MiB of JSON is far past any context we serve
+  // httplib closes a keep-alive connection after 5 requests; a client's pooled connection (the
+  // OpenAI SDK's, aiohttp's) then reconnects every fifth request, through an SSH tunnel a new
+  // channel each time. nginx's default (keepalive_requests); uvicorn, vLLM's server, sets none.
+  impl_->http.set_keep_alive_max_count(kKeepAliveRequests);
   impl_->http.set_socket_options([this](socket_t sock) {
     httplib::default_socket_options(sock);  // SO_REUSEADDR
     if (const int bytes = impl_->opt.socketSendBuffer; bytes > 0)

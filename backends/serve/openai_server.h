@@ -48,6 +48,9 @@ struct ServerOptions {
   std::function<void(const std::string&)> notice;
 };
 
+// Requests one keep-alive connection serves before the server closes it (httplib's default: 5).
+constexpr int kKeepAliveRequests = 1000;
+
 // max(256, 4 * maxBatch + 64): a benchmark's 256 streams are all served at once, and
 // a big batch still leaves room for connections waiting on a slot plus /health probes.
 int defaultHttpThreads(int maxBatch);

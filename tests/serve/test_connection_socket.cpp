@@ -1,8 +1,9 @@
 // The streamed body's chunks written straight to a connection's socket (connection_socket.h
 // writeChunk), over real TCP sockets on loopback: the exact chunked framing, a socket too full
 // for the chunk (it waits for room and sends the rest), a reader that never reads (false after
-// the timeout), a peer that closed (false, no SIGPIPE); and the server sending every stream's
-// writes that way, with the client decoding the same frames.
+// the timeout), a peer that closed (false, no SIGPIPE); the server sending every stream's
+// writes that way, with the client decoding the same frames; and one keep-alive connection
+// serving many requests.
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -149,6 +150,52 @@ class TestConnectionSocket : public QObject {
           static_cast<long long>(toSocket));
     QVERIFY(writes > 0);
     QCOMPARE(toSocket, writes);
+  }
+
+  // A client's keep-alive connection carries request after request, streamed and not, past
+  // httplib's default of 5 (after which it answered "Connection: close" and closed the socket):
+  // twelve requests, each answered in full on the one connection, none with a close.
+  void oneConnectionServesManyRequests() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const std::string dir = tmp.path().toStdString();
+    testing::writeServeFixture(dir);
+    serve::ServerOptions opt;
+    opt.baseModelId = "tiny";
+    testing::LocalServer server(dir, infer::SchedulerOptions{}, opt);
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    QVERIFY(fd >= 0);
+    const timeval guard{30, 0};
+    ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof guard);
+    sockaddr_in addr{};
+    addr.sin_family = AF_INET;
+    addr.sin_port = htons(uint16_t(server.port()));
+    addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    QCOMPARE(::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
+    char buf[65536];
+    for (int i = 0; i < 12; ++i) {
+      const bool stream = i % 2 == 0;
+      const std::string body = json{{"prompt", "keep"}, {"max_tokens", 8}, {"ignore_eos", true}, {"stream", stream}}.dump();
+      const std::string request = "POST /v1/completions HTTP/1.1\r\nHost: 127.0.0.1\r\nContent-Type: application/json\r\n"
+                                  "Content-Length: " + std::to_string(body.size()) + "\r\n\r\n" + body;
+      QCOMPARE(::send(fd, request.data(), request.size(), MSG_NOSIGNAL), ssize_t(request.size()));
+      // A streamed body ends with the last chunk; a whole one has its Content-Length.
+      const auto complete = [&](const std::string& r) {
+        const size_t end = r.find("\r\n\r\n");
+        if (end == std::string::npos) return false;
+        if (stream) return r.size() >= 5 && r.compare(r.size() - 5, 5, "0\r\n\r\n") == 0;
+        const size_t at = r.find("Content-Length: ");
+        return at != std::string::npos && r.size() >= end + 4 + std::stoul(r.substr(at + 16));
+      };
+      std::string response;
+      for (ssize_t n; !complete(response) && (n = ::recv(fd, buf, sizeof buf, 0)) > 0;) response.append(buf, size_t(n));
+      QVERIFY2(complete(response), ("request " + std::to_string(i + 1) + ": " + response.substr(0, 200)).c_str());
+      QVERIFY2(response.rfind("HTTP/1.1 200", 0) == 0, response.substr(0, 200).c_str());
+      QVERIFY2(response.find("Connection: close") == std::string::npos,
+               ("request " + std::to_string(i + 1) + " closed the connection").c_str());
+      QVERIFY(response.find(stream ? "data: [DONE]" : "\"finish_reason\":\"length\"") != std::string::npos);
+    }
+    ::close(fd);
   }
 };
 
