@@ -152,8 +152,13 @@ bool SseWriter::work(std::unique_lock<std::mutex>& lk, int role) {
       const auto t0 = std::chrono::steady_clock::now();
       if (low) waitedMark = runQueue.waited();
       ++writes_;
-      if (s->rawSocket >= 0) ++socketWrites_;
-      const bool wrote = s->rawSocket >= 0 ? writeChunk(s->rawSocket, out, kWriteTimeout) : s->sink->write(out.data(), out.size());
+      bool wrote = false;
+      if (s->rawSocket < 0) {
+        wrote = s->sink->write(out.data(), out.size());
+      } else {
+        ++socketWrites_;
+        wrote = writeChunk(s->rawSocket, out, kWriteTimeout);
+      }
       if (!wrote) {
         s->ch->gone = true;  // the client left: the scheduler drops the sequence at its next token
         ended.emplace_back(s.get(), SseStream::State::Failed);

@@ -19,9 +19,10 @@
 // two busy loops on the two cores, tokens then came in bursts (ITL p99 185 ms at 32 streams, and
 // half the tok/s of a writer at nice 0). So a writer that waited for a core more than kStarved
 // between two passes kStarvedTimes times within kStarvedWindow, or more than kStarvedOnce once,
-// while other processes used more than kNeighbourCores of CPU, hands its work to a second writer thread that kept the process's
-// nice value (an unprivileged thread cannot lower its nice value again, nor start a thread below
-// its own), and that one, after kRetryLow, hands it back. One of the two works at a time.
+// while other processes used more than kNeighbourCores of CPU, hands its work to a second writer
+// thread that kept the process's nice value (an unprivileged thread cannot lower its nice value
+// again, nor start a thread below its own), and that one, after kRetryLow, hands it back. One of
+// the two works at a time.
 #include <chrono>
 
 namespace crosslab::serve::writer_thread {

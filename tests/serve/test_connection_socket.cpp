@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <memory>
 #include <string>
 #include <thread>
 
@@ -59,6 +60,17 @@ struct Pair {
     return got;
   }
 };
+
+// The serve fixture written into `tmp`, served on loopback with batches of up to `maxBatch`.
+std::unique_ptr<testing::LocalServer> tinyServer(const QTemporaryDir& tmp, int maxBatch) {
+  const std::string dir = tmp.path().toStdString();
+  testing::writeServeFixture(dir);
+  infer::SchedulerOptions so;
+  so.maxBatch = maxBatch;
+  serve::ServerOptions opt;
+  opt.baseModelId = "tiny";
+  return std::make_unique<testing::LocalServer>(dir, so, opt);
+}
 
 std::string pattern(size_t n) {
   std::string s(n, '\0');
@@ -126,14 +138,8 @@ class TestConnectionSocket : public QObject {
   void serverWritesStreamsToTheirSockets() {
     QTemporaryDir tmp;
     QVERIFY(tmp.isValid());
-    const std::string dir = tmp.path().toStdString();
-    testing::writeServeFixture(dir);
-    infer::SchedulerOptions so;
-    so.maxBatch = 4;
-    serve::ServerOptions opt;
-    opt.baseModelId = "tiny";
-    testing::LocalServer server(dir, so, opt);
-    auto c = server.client();
+    const auto server = tinyServer(tmp, 4);
+    auto c = server->client();
     const int tokens = 200;
     const json req = {{"prompt", "raw"}, {"max_tokens", tokens}, {"ignore_eos", true}, {"stream", true},
                       {"stream_options", {{"include_usage", true}}}};
@@ -145,7 +151,7 @@ class TestConnectionSocket : public QObject {
     QVERIFY2(ok, r->body.substr(0, 300).c_str());
     QCOMPARE(frames.back(), std::string("[DONE]"));
     QCOMPARE(json::parse(frames[frames.size() - 2])["usage"]["completion_tokens"].get<int>(), tokens);
-    const int64_t writes = server.server().streamWrites(), toSocket = server.server().streamWritesToSocket();
+    const int64_t writes = server->server().streamWrites(), toSocket = server->server().streamWritesToSocket();
     qInfo("%lld writes, %lld of them straight to the socket", static_cast<long long>(writes),
           static_cast<long long>(toSocket));
     QVERIFY(writes > 0);
@@ -158,18 +164,14 @@ class TestConnectionSocket : public QObject {
   void oneConnectionServesManyRequests() {
     QTemporaryDir tmp;
     QVERIFY(tmp.isValid());
-    const std::string dir = tmp.path().toStdString();
-    testing::writeServeFixture(dir);
-    serve::ServerOptions opt;
-    opt.baseModelId = "tiny";
-    testing::LocalServer server(dir, infer::SchedulerOptions{}, opt);
+    const auto server = tinyServer(tmp, infer::SchedulerOptions{}.maxBatch);
     const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
     QVERIFY(fd >= 0);
     const timeval guard{30, 0};
     ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &guard, sizeof guard);
     sockaddr_in addr{};
     addr.sin_family = AF_INET;
-    addr.sin_port = htons(uint16_t(server.port()));
+    addr.sin_port = htons(uint16_t(server->port()));
     addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
     QCOMPARE(::connect(fd, reinterpret_cast<const sockaddr*>(&addr), sizeof addr), 0);
     char buf[65536];
