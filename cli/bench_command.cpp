@@ -114,6 +114,7 @@ SweepOptions optionsFrom(const Args& a) {
   if (a.has("--collapse-fraction")) o.collapseFraction = toDouble("--collapse-fraction", *a.value("--collapse-fraction"));
   if (a.has("--stall-seconds")) o.stallS = toDouble("--stall-seconds", *a.value("--stall-seconds"));
   if (a.has("--watch-window")) o.watchWindowS = toDouble("--watch-window", *a.value("--watch-window"));
+  o.keepAlive = !a.has("--no-keep-alive");
   if (a.has("--seed")) o.seed = static_cast<std::uint64_t>(toInt("--seed", *a.value("--seed")));
   if (a.has("--api-key-env")) {
     const std::string var = *a.value("--api-key-env");
@@ -246,6 +247,7 @@ std::vector<cli::OptionSpec> benchOptions() {
           {"--stall-seconds", true, "a decoding stream silent this long stops the sweep, default 30"},
           {"--watch-window", true, "seconds over which live per-stream tok/s is judged, default 5"},
           {"--seed", true, "seed for prompts and arrival times"},
+          {"--no-keep-alive", false, "a new connection per request (Connection: close); default: reused, as vLLM's client"},
           {"--progress", false, "print JSON Lines progress events (for the GUI)"},
           {"--json", false, "print the sweep as one JSON object (levels with vLLM's keys); progress on stderr"}};
 }

@@ -51,9 +51,9 @@ std::string reasonPhrase(int status) {
   }
 }
 
-std::string plainResponse(int status, const std::string& body) {
+std::string plainResponse(int status, const std::string& body, bool keepAlive) {
   return "HTTP/1.1 " + std::to_string(status) + " " + reasonPhrase(status) +
-         "\r\nContent-Type: application/json\r\nConnection: close\r\nContent-Length: " +
+         "\r\nContent-Type: application/json\r\n" + (keepAlive ? "" : "Connection: close\r\n") + "Content-Length: " +
          std::to_string(body.size()) + "\r\n\r\n" + body;
 }
 
@@ -86,6 +86,8 @@ struct StandinServer::Conn {
   int unsentFrames = 0;  // content frames in `out` not yet fully handed to send()
   bool whole = false;    // all content frames in one write (StandinConfig::wholeRepliesAfter)
   StandinFault fault;
+  bool keepAlive = false;  // the connection stays open after this response
+  int served = 0;          // responses before this one on the connection
   double nextSendAt = 0;
   std::string frame, lastFrame, usageFrame, batch;  // pre-made
 
@@ -224,6 +226,7 @@ void StandinServer::acceptAll() {
     ev.data.fd = fd;
     ::epoll_ctl(epollFd_, EPOLL_CTL_ADD, fd, &ev);
     conns_.emplace(fd, std::move(c));
+    ++accepted_;
   }
 }
 
@@ -231,6 +234,17 @@ void StandinServer::closeConn(int fd) {
   ::epoll_ctl(epollFd_, EPOLL_CTL_DEL, fd, nullptr);
   ::close(fd);
   conns_.erase(fd);
+}
+
+void StandinServer::nextRequest(Conn& c) {
+  const int fd = c.fd, served = c.served + 1;
+  const bool watching = c.watchingOut;
+  c = Conn{};
+  c.fd = fd;
+  c.served = served;
+  c.watchingOut = watching;
+  http_parser_init(&c.parser, HTTP_REQUEST);
+  c.parser.data = &c;
 }
 
 void StandinServer::onReadable(Conn& c) {
@@ -241,7 +255,7 @@ void StandinServer::onReadable(Conn& c) {
   if (c.phase != Phase::Request) return;  // pipelined bytes after the request: ignored
   const size_t used = http_parser_execute(&c.parser, &Conn::settings(), buf, static_cast<size_t>(n));
   if (!c.messageComplete && used != static_cast<size_t>(n)) {
-    c.out = plainResponse(400, errorJson("malformed HTTP request", "BadRequestError", 400));
+    c.out = plainResponse(400, errorJson("malformed HTTP request", "BadRequestError", 400), false);
     c.phase = Phase::Closing;
     return pump(c, monotonicSeconds());
   }
@@ -249,15 +263,17 @@ void StandinServer::onReadable(Conn& c) {
 }
 
 void StandinServer::startResponse(Conn& c) {
+  if (c.served > 0 && config_.dropReusedRequests) return closeConn(c.fd);
   const double now = monotonicSeconds();
+  c.keepAlive = config_.keepAlive && http_should_keep_alive(&c.parser);
   auto fail = [&](int status, const std::string& message, const std::string& type) {
-    c.out = plainResponse(status, errorJson(message, type, status));
+    c.out = plainResponse(status, errorJson(message, type, status), c.keepAlive);
     c.phase = Phase::Closing;
     pump(c, now);
   };
   const std::string path = c.url.substr(0, c.url.find('?'));
   if (path == "/health") {
-    c.out = plainResponse(200, "");
+    c.out = plainResponse(200, "", c.keepAlive);
     c.phase = Phase::Closing;
     return pump(c, now);
   }
@@ -266,7 +282,8 @@ void StandinServer::startResponse(Conn& c) {
                                               {"data", {{{"id", config_.model}, {"object", "model"},
                                                          {"owned_by", "crosslab"}, {"root", config_.model},
                                                          {"parent", nullptr}}}}}
-                                   .dump());
+                                   .dump(),
+                                 c.keepAlive);
     c.phase = Phase::Closing;
     return pump(c, now);
   }
@@ -318,8 +335,8 @@ void StandinServer::startResponse(Conn& c) {
   c.usageFrame = httpChunk(head + R"(],"usage":{"prompt_tokens":)" + std::to_string(c.promptTokens) +
                            R"(,"completion_tokens":)" + std::to_string(asked) + R"(,"total_tokens":)" +
                            std::to_string(c.promptTokens + asked) + "}}");
-  c.out = "HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n"
-          "Connection: close\r\nTransfer-Encoding: chunked\r\n\r\n";
+  c.out = std::string("HTTP/1.1 200 OK\r\nContent-Type: text/event-stream\r\nCache-Control: no-cache\r\n") +
+          (c.keepAlive ? "" : "Connection: close\r\n") + "Transfer-Encoding: chunked\r\n\r\n";
   if (c.chat)
     c.out += httpChunk(head + R"({"index":0,"delta":{"role":"assistant","content":""},"logprobs":null,"finish_reason":null}]})");
   c.phase = Phase::Streaming;
@@ -373,7 +390,7 @@ void StandinServer::pump(Conn& c, double now) {
       c.unsentFrames = 0;
     }
     watch(c, false);
-    if (c.phase == Phase::Closing) return closeConn(c.fd);
+    if (c.phase == Phase::Closing) return c.keepAlive ? nextRequest(c) : closeConn(c.fd);  // all sent
     if (c.phase != Phase::Streaming || c.nextSendAt > now) return;
     if (produced && config_.roundRobin) return;  // the next pass writes its next frames
     const StandinFault& f = c.fault;
@@ -387,6 +404,7 @@ void StandinServer::pump(Conn& c, double now) {
         c.out = httpChunk(errorJson("stand-in engine error mid-stream", "InternalServerError", 500)) +
                 httpChunk("[DONE]") + "0\r\n\r\n";
         c.phase = Phase::Closing;
+        c.keepAlive = false;
         continue;
       }
     }

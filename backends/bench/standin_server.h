@@ -44,6 +44,11 @@ struct StandinConfig {
                                     // server that emits every stream's token at the end of a step
                                     // (without it an unpaced stream is fed until its socket is full)
   std::vector<StandinFault> faults;  // cycled over generation requests in arrival order
+  bool keepAlive = true;            // a connection stays open after a response when the request
+                                    // allows it (HTTP/1.1's default), as uvicorn (vLLM's server) keeps
+                                    // it; a fault that ends a stream closes it
+  bool dropReusedRequests = false;  // a request on a kept connection: closed unanswered (a server that
+                                    // closed an idle connection as the client sent on it)
   int maxConnections = 1024;
   double maxLifetimeS = 300;   // the server stops itself after this
   bool recordSendTimes = false;
@@ -68,6 +73,7 @@ class StandinServer {
   // frame's last byte began.
   std::map<std::string, std::vector<double>> sendTimes() const;
   int generationRequests() const { return generations_.load(); }
+  int connectionsAccepted() const { return accepted_.load(); }
 
  private:
   struct Conn;
@@ -77,6 +83,7 @@ class StandinServer {
   void startResponse(Conn& c);
   void pump(Conn& c, double now);
   void closeConn(int fd);
+  void nextRequest(Conn& c);  // a kept connection, ready for its next request
   void watch(Conn& c, bool writable);
   void recordSend(Conn& c, double at, int frames);
   double currentInterval() const;
@@ -87,6 +94,7 @@ class StandinServer {
   std::uint16_t port_ = 0;
   std::atomic<bool> stop_{false};
   std::atomic<int> generations_{0};
+  std::atomic<int> accepted_{0};
   std::thread thread_;
   std::map<int, std::unique_ptr<Conn>> conns_;
   mutable std::mutex timesMutex_;

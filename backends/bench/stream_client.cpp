@@ -5,6 +5,7 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <cmath>
 #include <cstring>
 #include <ctime>
@@ -53,13 +54,41 @@ struct StreamClient::Impl {
   std::string where;
   bench::ChunkParser chunkParser;
   std::vector<char> buffer = std::vector<char>(kReadBuffer);
+  std::vector<int> idle;  // connections kept open for the next request, the newest last
+
+  ~Impl() {
+    for (int fd : idle) ::close(fd);
+  }
+
+  // A kept connection that the server has not closed meanwhile (its keep-alive timeout, 5 s
+  // in httplib and uvicorn), or -1: a peek at it must find nothing to read yet. The newest
+  // first; what the server closed goes.
+  int takeIdle() {
+    while (!idle.empty()) {
+      const int fd = idle.back();
+      idle.pop_back();
+      char byte = 0;
+      const ssize_t n = ::recv(fd, &byte, 1, MSG_PEEK | MSG_DONTWAIT);
+      if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return fd;
+      ::close(fd);  // closed (0), reset (-1), or bytes nobody asked for (> 0)
+    }
+    return -1;
+  }
+
+  // At most `keep` kept connections: the oldest go (a level after a wider one).
+  void trimIdle(size_t keep) {
+    if (idle.size() <= keep) return;
+    const auto extra = idle.begin() + std::ptrdiff_t(idle.size() - keep);
+    for (auto it = idle.begin(); it != extra; ++it) ::close(*it);
+    idle.erase(idle.begin(), extra);
+  }
 
   std::string buildRequest(const std::string& body, const std::string& requestId) const {
     std::string r;
     r.reserve(body.size() + 256);
     r += "POST " + config.endpoint.path + " HTTP/1.1\r\nHost: " + config.endpoint.hostHeader +
-         "\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\nConnection: close\r\n"
-         "X-Request-Id: " + requestId + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+         "\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n" +
+         (config.keepAlive ? "" : "Connection: close\r\n") + "X-Request-Id: " + requestId + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
     if (!config.authorization.empty()) r += "Authorization: " + config.authorization + "\r\n";
     r += "\r\n";
     r += body;
@@ -98,6 +127,7 @@ LevelRun StreamClient::runLevel(const LevelPlan& plan, LevelObserver* observer, 
   int issued = 0, arrived = 0, done = 0, failedCount = 0;
   double nextArrival = schedule.next(), nextTick = kTickS;
   const int planned = plan.numRequests.value_or(0);
+  im.trimIdle(size_t(plan.concurrency));
 
   auto now = [&] { return monotonicSeconds() - run.startMonoS; };
   // Arrivals follow the schedule until the plan's count or duration is reached.
@@ -105,6 +135,10 @@ LevelRun StreamClient::runLevel(const LevelPlan& plan, LevelObserver* observer, 
     return plan.numRequests ? arrived < *plan.numRequests : t < plan.durationS;
   };
   auto retire = [&](StreamConnection& c) {
+    if (const int kept = c.releaseSocket(); kept >= 0) {
+      ::epoll_ctl(ep.fd, EPOLL_CTL_DEL, kept, nullptr);
+      im.idle.push_back(kept);
+    }
     bench::RequestRecord rec = c.finish();
     if (!rec.success) ++failedCount;
     ++done;
@@ -112,23 +146,21 @@ LevelRun StreamClient::runLevel(const LevelPlan& plan, LevelObserver* observer, 
     if (run.records.size() <= c.index()) run.records.resize(c.index() + 1);
     run.records[c.index()] = std::move(rec);
   };
-  auto retireFinished = [&] {
-    for (auto it = live.begin(); it != live.end();) {
-      if (it->second->state() == StreamConnection::State::Finished) {
-        retire(*it->second);
-        it = live.erase(it);
-      } else {
-        ++it;
-      }
-    }
-  };
-  auto issue = [&](double t) {
-    const size_t index = static_cast<size_t>(issued++);
+  // Request `index`, issued at level time `t`, on a kept connection when one is open (unless
+  // `fresh`), else on a new one.
+  auto start = [&](size_t index, double t, bool fresh) {
     auto conn = std::make_unique<StreamConnection>(
         index, t, plan.inputLen,
         im.buildRequest(plan.bodies[index % plan.bodies.size()], plan.requestIdPrefix + "-" + std::to_string(index)),
         im.chunkParser, textChunks);
-    conn->connectTo(im.addr, im.addrLen, im.where);
+    const int kept = im.config.keepAlive && !fresh ? im.takeIdle() : -1;
+    if (kept >= 0) {
+      conn->adopt(kept, im.where);
+      ++run.connectionsReused;
+    } else {
+      conn->connectTo(im.addr, im.addrLen, im.where);
+      ++run.connectionsOpened;
+    }
     if (conn->state() == StreamConnection::State::Finished) {
       retire(*conn);
       return;
@@ -139,9 +171,31 @@ LevelRun StreamClient::runLevel(const LevelPlan& plan, LevelObserver* observer, 
     ::epoll_ctl(ep.fd, EPOLL_CTL_ADD, conn->fd(), &ev);
     live.emplace(conn->fd(), std::move(conn));
   };
+  // A request lost to a stale kept connection had no answer: it is sent again on a new
+  // connection (`retry`, not once the level is aborted), after the loop (its socket number,
+  // closed, may come back for the new one while the old entry is still in `live`).
+  auto retireFinished = [&](bool retry) {
+    std::vector<std::unique_ptr<StreamConnection>> again;
+    for (auto it = live.begin(); it != live.end();) {
+      if (it->second->state() == StreamConnection::State::Finished) {
+        if (retry && it->second->lostToStaleConnection())
+          again.push_back(std::move(it->second));
+        else
+          retire(*it->second);
+        it = live.erase(it);
+      } else {
+        ++it;
+      }
+    }
+    for (const auto& c : again) {
+      ++run.staleRetries;
+      start(c->index(), c->startS(), /*fresh=*/true);
+    }
+  };
+  auto issue = [&](double t) { start(static_cast<size_t>(issued++), t, /*fresh=*/false); };
   auto abortAll = [&](const std::string& reason) {
     for (auto& [fd, c] : live) c->abort(reason);
-    retireFinished();
+    retireFinished(false);
   };
 
   std::vector<epoll_event> events(1024);
@@ -155,7 +209,7 @@ LevelRun StreamClient::runLevel(const LevelPlan& plan, LevelObserver* observer, 
       nextArrival = schedule.next();
     }
     if (!plan.numRequests && t >= plan.durationS) arrived = issued;  // duration over: no more
-    retireFinished();  // frees semaphore slots before issuing
+    retireFinished(true);  // frees semaphore slots before issuing
     while (issued < arrived && static_cast<int>(live.size()) < plan.concurrency) issue(t);
     if (live.empty() && issued == arrived && !moreToArrive(t)) break;
 
@@ -208,7 +262,7 @@ LevelRun StreamClient::runLevel(const LevelPlan& plan, LevelObserver* observer, 
         if (quiet >= 1.0) ++tick.silentStreams;
       }
     }
-    retireFinished();
+    retireFinished(true);
     tick.inFlight = static_cast<int>(live.size());
     if (stop && stop->load()) {
       run.abortReason = "stopped by the user";

@@ -1,6 +1,7 @@
 #pragma once
 // The benchmark's streaming client: one thread, one epoll loop, every stream of a level
-// on non-blocking sockets. HTTP/1.1 responses are parsed by http-parser (chunked
+// on non-blocking sockets, kept open between requests (ClientConfig::keepAlive) in a pool
+// that lasts as long as the client, levels and warm-up included. HTTP/1.1 responses are parsed by http-parser (chunked
 // transfer decoding included), SSE events by SseSplitter, chunks by ChunkParser, and
 // each request's times by RequestTimeline. Chunks that arrive in one read() share the
 // read's timestamp (CLOCK_MONOTONIC). Qt-free, so it can run on a headless box.
@@ -22,6 +23,10 @@ struct ClientConfig {
   std::string authorization;  // full header value ("Bearer …") or empty; never logged
   double connectTimeoutS = 10;
   double idleTimeoutS = 120;  // no byte for this long (also: no response at all) = failed
+  // Reuse a connection for the next request once its response has ended, as vLLM's
+  // `bench serve` does (one aiohttp TCPConnector for the run, keep-alive, at most the
+  // concurrency's connections). false: "Connection: close" and a new connection per request.
+  bool keepAlive = true;
 };
 
 struct LevelPlan {
@@ -61,6 +66,9 @@ struct LevelRun {
   double durationS = 0;                       // level start → last request finished
   double startMonoS = 0;                      // CLOCK_MONOTONIC at level start, seconds
   std::string abortReason;                    // why the level was cut short, if it was
+  int connectionsOpened = 0;                  // new TCP connections this level
+  int connectionsReused = 0;                  // requests sent on a connection kept from an earlier one
+  int staleRetries = 0;                       // requests sent again: their kept connection had closed
 };
 
 // Seconds on CLOCK_MONOTONIC (shared by every process on the machine).

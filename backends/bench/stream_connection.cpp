@@ -27,6 +27,7 @@ double monoNow() {
 StreamConnection::StreamConnection(size_t index, double startS, std::int64_t inputLen, std::string request,
                                    bench::ChunkParser& parser, std::int64_t& textChunkCounter)
     : index_(index),
+      startS_(startS),
       request_(std::move(request)),
       timeline_(startS, inputLen),
       chunkParser_(parser),
@@ -56,6 +57,18 @@ void StreamConnection::connectTo(const sockaddr_storage& addr, socklen_t len, co
     abort("connect to " + where_ + ": " + std::strerror(errno));
 }
 
+void StreamConnection::adopt(int fd, const std::string& where) {
+  where_ = where;
+  fd_ = fd;
+  reused_ = true;
+  state_ = State::Sending;
+}
+
+void StreamConnection::lost(const std::string& reason) {
+  stale_ = true;
+  abort(reason);
+}
+
 void StreamConnection::onWritable(double nowS) {
   if (state_ == State::Connecting) {
     int err = 0;
@@ -67,6 +80,8 @@ void StreamConnection::onWritable(double nowS) {
   while (state_ == State::Sending && sent_ < request_.size()) {
     const ssize_t n = ::send(fd_, request_.data() + sent_, request_.size() - sent_, MSG_NOSIGNAL);
     if (n < 0 && errno == EAGAIN) return;
+    if (n < 0 && reused_ && !answered_ && (errno == EPIPE || errno == ECONNRESET))
+      return lost(std::string("sending request on a kept-alive connection: ") + std::strerror(errno));
     if (n < 0) return abort(std::string("sending request: ") + std::strerror(errno));
     sent_ += static_cast<size_t>(n);
     lastActivityS_ = nowS;
@@ -90,12 +105,16 @@ void StreamConnection::onReadable(char* buffer, size_t capacity, double levelSta
   if (n < 0 && (errno == EAGAIN || errno == EINTR)) return;
   nowS_ = receiveTime(msg, levelStartMonoS, realToMonoS);
   lastActivityS_ = nowS_;
+  if (n <= 0 && reused_ && !answered_ && (n == 0 || errno == ECONNRESET))
+    return lost("the server closed a kept-alive connection before answering");
   if (n < 0) return abort(std::string("connection error: ") + std::strerror(errno) + after());
   if (n == 0) {
     http_parser_execute(&parser_, &settings(), buffer, 0);  // EOF may end a message
     return complete(true);
   }
+  answered_ = true;
   const size_t used = http_parser_execute(&parser_, &settings(), buffer, static_cast<size_t>(n));
+  if (messageComplete_ && used < static_cast<size_t>(n)) trailing_ = true;  // the parser paused at its end
   if (state_ == State::Finished) return;
   if (timeline_.failed()) return complete(false);
   if (used != static_cast<size_t>(n) && !messageComplete_)
@@ -143,8 +162,19 @@ void StreamConnection::complete(bool sawEof) {
     else if (splitter_.hasPartial())
       timeline_.fail("stream ended inside an SSE event" + after());
   }
+  // Kept for the next request only after a whole, successful response that the server did not
+  // end with "Connection: close" (http-parser reads HTTP/1.1's default and the header).
+  reusable_ = !sawEof && messageComplete_ && !trailing_ && !timeline_.failed() && http_should_keep_alive(&parser_);
   state_ = State::Finished;
-  closeSocket();
+  if (!reusable_) closeSocket();
+}
+
+int StreamConnection::releaseSocket() {
+  if (!reusable_ || fd_ < 0) return -1;
+  const int fd = fd_;
+  fd_ = -1;
+  reusable_ = false;
+  return fd;
 }
 
 bench::RequestRecord StreamConnection::finish() {
@@ -183,6 +213,7 @@ int StreamConnection::onBody(http_parser* p, const char* at, size_t len) {
 
 int StreamConnection::onMessageComplete(http_parser* p) {
   static_cast<StreamConnection*>(p->data)->messageComplete_ = true;
+  http_parser_pause(p, 1);  // execute() returns here: what follows is not this response's
   return 0;
 }
 

@@ -1,7 +1,9 @@
 #pragma once
-// One benchmark request on its own non-blocking socket: connect, send the POST, parse
-// the HTTP response with http-parser and its SSE body into a RequestTimeline. Driven by
-// StreamClient's epoll loop; never blocks.
+// One benchmark request on a non-blocking socket, its own or one kept alive from an earlier
+// request: connect (or adopt), send the POST, parse the HTTP response with http-parser and its
+// SSE body into a RequestTimeline. Driven by StreamClient's epoll loop; never blocks. A response
+// that ended whole, with nothing after it, on a connection the server keeps open, leaves its
+// socket to be reused (releaseSocket) instead of closing it.
 
 #include <http_parser.h>
 #include <sys/socket.h>
@@ -28,6 +30,9 @@ class StreamConnection : private bench::SseSplitter::Handler {
 
   // Starts a non-blocking connect. On failure the connection is already Finished.
   void connectTo(const sockaddr_storage& addr, socklen_t len, const std::string& where);
+  // Sends on `fd`, a connection kept open after an earlier response (the caller checked that
+  // the server has not closed it). The connection owns it from now on.
+  void adopt(int fd, const std::string& where);
   // Socket became writable / readable; `nowS` is the level clock at this wake-up.
   void onWritable(double nowS);
   // `realToMonoS` = CLOCK_MONOTONIC − CLOCK_REALTIME, for the kernel's receive timestamps.
@@ -43,6 +48,16 @@ class StreamConnection : private bench::SseSplitter::Handler {
   double lastActivityS() const { return lastActivityS_; }
   double lastChunkS() const { return timeline_.lastChunkS(); }
   bench::RequestRecord finish();
+  // Once Finished: the socket, when the server keeps the connection open for another request
+  // (the caller owns it then), else -1.
+  int releaseSocket();
+  // Once Finished: the request went out on a reused connection that the server had closed (no
+  // byte of a response came back: an end of file or a reset). The server answered nothing: the
+  // race between its idle timeout and the request is the client pool's, not a failure of the
+  // server's, so StreamClient sends the request again on a new connection. (aiohttp retries
+  // only idempotent methods there, and would count this POST as failed.)
+  bool lostToStaleConnection() const { return stale_; }
+  double startS() const { return startS_; }
 
  private:
   void onEvent(std::string& payload) override;
@@ -56,8 +71,16 @@ class StreamConnection : private bench::SseSplitter::Handler {
   static int onBody(http_parser* p, const char* at, size_t len);
   static int onMessageComplete(http_parser* p);
 
+  void lost(const std::string& reason);  // a reset or end of file before any response byte
+
   size_t index_;
+  double startS_;
   int fd_ = -1;
+  bool reused_ = false;     // adopted from an earlier request
+  bool reusable_ = false;   // finished with the connection open for another request
+  bool stale_ = false;      // see lostToStaleConnection()
+  bool answered_ = false;   // a byte of the response came back
+  bool trailing_ = false;   // bytes after the end of the response (not ours: never reused)
   State state_ = State::Connecting;
   std::string request_;
   size_t sent_ = 0;

@@ -154,6 +154,7 @@ SweepResult ThroughputSweep::run(SweepListener* listener, const std::atomic<bool
   cc.authorization = o.authorization;
   cc.connectTimeoutS = std::min(o.timeoutS, 30.0);
   cc.idleTimeoutS = o.timeoutS;
+  cc.keepAlive = o.keepAlive;
   StreamClient client(cc);
   warmUp(client, stop);
   SweepResult result;
@@ -170,6 +171,7 @@ SweepResult ThroughputSweep::run(SweepListener* listener, const std::atomic<bool
     bench::LevelContext ctx{o.endpoint == "chat" ? "openai-chat" : "openai", o.model, c, o.rate, o.burstiness,
                             o.pricePerHour};
     auto level = bench::computeLevelMetrics(run.records, run.durationS, ctx);
+    level.connectionsOpened = run.connectionsOpened;
     const bool stopped = stop && stop->load();
     if (level.completed == 0 && !stopped && run.abortReason.empty()) {  // the endpoint refuses (404, wrong model) or is gone
       std::string first = "no response";

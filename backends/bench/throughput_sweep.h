@@ -32,6 +32,7 @@ struct SweepOptions {
   double watchWindowS = 5.0;      // live per-stream rate is measured over this window
   double stallS = 30.0;           // a decoding stream silent this long = streams stopped
   double timeoutS = 120.0;        // per request: connect, first byte, and between bytes
+  bool keepAlive = true;          // reuse connections between requests (ClientConfig::keepAlive)
   std::uint64_t seed = 0;
 };
 

@@ -183,6 +183,7 @@ nlohmann::json levelToJson(const LevelResult& l, bool detailed) {
   j["usd_per_m_output_tokens"] = l.usdPerMOutputTokens ? json(*l.usdPerMOutputTokens) : json(nullptr);
   j["collapse"] = l.collapse.empty() ? json(nullptr) : json(l.collapse);
   j["output_tokens_source"] = l.outputTokensSource;
+  j["connections_opened"] = l.connectionsOpened >= 0 ? json(l.connectionsOpened) : json(nullptr);
   j["price_per_hour"] = l.context.pricePerHour ? json(*l.context.pricePerHour) : json(nullptr);
   return j;
 }

@@ -51,6 +51,9 @@ struct LevelResult {
   std::optional<double> usdPerMOutputTokens;
   std::string outputTokensSource;  // "usage", "chunks", "mixed" or "none"
   std::string collapse;            // empty, or what was seen
+  // TCP connections the level opened (crosslab's key, -1: not known): with keep-alive, up to the
+  // concurrency; a connection per request without it.
+  int connectionsOpened = -1;
   std::vector<RequestRecord> requests;
 };
 

@@ -1,7 +1,8 @@
 // The streaming client against the loopback stand-in server: vLLM-shaped streams
 // (completions and chat, with and without usage), every failure mode recorded as a
-// failed request with its reason, the stop flag and the observer's abort, and client
-// timestamps that never precede the server's send times.
+// failed request with its reason, the stop flag and the observer's abort, client
+// timestamps that never precede the server's send times, and connections kept between
+// requests (and not kept where the server closes them).
 #include <QtTest>
 
 #include <algorithm>
@@ -125,6 +126,78 @@ class TestStreamClient : public QObject {
       QVERIFY2(r.error.find(expected[i]) != std::string::npos, (std::to_string(i) + ": " + r.error).c_str());
     }
     QVERIFY2(run.records[6].success, run.records[6].error.c_str());
+  }
+
+  // Keep-alive, as vLLM's client: twelve requests at concurrency 4 take four connections (the
+  // stand-in counts what it accepted); the next level, narrower, opens none; with keepAlive
+  // off, a connection per request.
+  void keptConnectionsServeLaterRequests() {
+    backends::StandinServer server({});
+    server.start();
+    backends::StreamClient client(clientFor(server, "completions"));
+    auto run = client.runLevel(plan(4, 12, body("standin", 20, false, true)), nullptr, nullptr);
+    QCOMPARE(int(run.records.size()), 12);
+    for (const auto& r : run.records) {
+      QVERIFY2(r.success, r.error.c_str());
+      QCOMPARE(r.outputTokens(), std::int64_t(20));
+    }
+    QCOMPARE(server.connectionsAccepted(), 4);
+    QCOMPARE(run.connectionsOpened, 4);
+    QCOMPARE(run.connectionsReused, 8);
+    run = client.runLevel(plan(2, 6, body("standin", 5, true, true)), nullptr, nullptr);
+    for (const auto& r : run.records) QVERIFY2(r.success, r.error.c_str());
+    QCOMPARE(run.connectionsOpened, 0);
+    QCOMPARE(run.connectionsReused, 6);
+    QCOMPARE(server.connectionsAccepted(), 4);
+
+    auto cfg = clientFor(server, "completions");
+    cfg.keepAlive = false;
+    backends::StreamClient closing(cfg);
+    run = closing.runLevel(plan(2, 5, body("standin", 5, false, true)), nullptr, nullptr);
+    for (const auto& r : run.records) QVERIFY2(r.success, r.error.c_str());
+    QCOMPARE(run.connectionsReused, 0);
+    QCOMPARE(server.connectionsAccepted(), 4 + 5);
+  }
+
+  // A server that answers "Connection: close" is never sent a second request on that
+  // connection. One that closes a kept connection as a request goes out on it (no byte of an
+  // answer) gets the request again on a new connection, once, and it counts as a success. A kept
+  // connection that dies after answering began is a failure, as on a new one.
+  void closedConnectionsAreNotReused() {
+    backends::StandinConfig noKeep;
+    noKeep.keepAlive = false;
+    backends::StandinServer closing(noKeep);
+    closing.start();
+    backends::StreamClient client(clientFor(closing, "completions"));
+    auto run = client.runLevel(plan(2, 6, body("standin", 5, false, true)), nullptr, nullptr);
+    for (const auto& r : run.records) QVERIFY2(r.success, r.error.c_str());
+    QCOMPARE(closing.connectionsAccepted(), 6);
+    QCOMPARE(run.connectionsReused, 0);
+
+    backends::StandinConfig drop;
+    drop.dropReusedRequests = true;
+    backends::StandinServer dropping(drop);
+    dropping.start();
+    backends::StreamClient again(clientFor(dropping, "completions"));
+    run = again.runLevel(plan(1, 4, body("standin", 5, false, true)), nullptr, nullptr);
+    QCOMPARE(int(run.records.size()), 4);
+    for (const auto& r : run.records) QVERIFY2(r.success, r.error.c_str());
+    QCOMPARE(run.staleRetries, 3);
+    QCOMPARE(dropping.connectionsAccepted(), 4);
+    QCOMPARE(dropping.generationRequests(), 4);  // each answered once
+
+    backends::StandinConfig dies;
+    dies.faults = {{StandinFault::Kind::None, 0}, {StandinFault::Kind::DieAfter, 2}};
+    backends::StandinServer dying(dies);
+    dying.start();
+    backends::StreamClient third(clientFor(dying, "completions"));
+    run = third.runLevel(plan(1, 2, body("standin", 5, false, true)), nullptr, nullptr);
+    QVERIFY2(run.records[0].success, run.records[0].error.c_str());
+    QVERIFY(!run.records[1].success);
+    QVERIFY2(run.records[1].error.find("closed the connection mid-stream after 2 chunks") != std::string::npos,
+             run.records[1].error.c_str());
+    QCOMPARE(run.connectionsReused, 1);
+    QCOMPARE(run.staleRetries, 0);
   }
 
   void unknownModelAndRefusedConnection() {

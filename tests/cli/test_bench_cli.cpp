@@ -123,6 +123,11 @@ class TestBenchCli : public QObject {
                           "request_throughput", "total_token_throughput", "max_output_tokens_per_s", "collapse"})
       QVERIFY2(lines[0].contains(k), k);
     QCOMPARE(server.generationRequests(), 1 + 6 + 6);  // warm-up included
+    // Connections kept across the warm-up and the levels, as vLLM's client keeps them: the
+    // warm-up's serves the first level; the second opens three more.
+    QCOMPARE(lines[0]["connections_opened"].get<int>(), 0);
+    QCOMPARE(lines[1]["connections_opened"].get<int>(), 3);
+    QCOMPARE(server.connectionsAccepted(), 4);
 
     auto store = store::LabStore::open(lab.toStdString());
     const auto all = bench::BenchStore(store).list();
@@ -132,6 +137,22 @@ class TestBenchCli : public QObject {
     QVERIFY(all[0].header.command.find("'stand-in, loopback'") != std::string::npos);
     QCOMPARE(all[0].levels.size(), size_t(2));
     QVERIFY(all[0].levels[1].outputThroughput > 0);
+  }
+
+  // --no-keep-alive: "Connection: close" and a new connection for every request.
+  void noKeepAliveOpensAConnectionPerRequest() {
+    backends::StandinServer server({});
+    server.start();
+    const QString jsonl = tmp_.filePath("closing.jsonl");
+    const auto r = cli({"bench", "--url", QString::fromStdString(server.baseUrl()), "--model", "standin",
+                        "--concurrency", "2", "--num-prompts", "5", "--output-len", "4", "--no-keep-alive",
+                        "--save-result", jsonl});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const auto lines = readLines(jsonl);
+    QCOMPARE(lines.size(), size_t(1));
+    QCOMPARE(lines[0]["completed"].get<int>(), 5);
+    QCOMPARE(lines[0]["connections_opened"].get<int>(), 5);
+    QCOMPARE(server.connectionsAccepted(), 5);
   }
 
   void collapseStopsTheSweep() {

@@ -2,8 +2,8 @@
 // writeChunk), over real TCP sockets on loopback: the exact chunked framing, a socket too full
 // for the chunk (it waits for room and sends the rest), a reader that never reads (false after
 // the timeout), a peer that closed (false, no SIGPIPE); the server sending every stream's
-// writes that way, with the client decoding the same frames; and one keep-alive connection
-// serving many requests.
+// writes that way, with the client decoding the same frames; one keep-alive connection
+// serving many requests; and the benchmark's client keeping its connections between requests.
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -18,7 +18,9 @@
 #include <string>
 #include <thread>
 
+#include "backends/bench/stream_client.h"
 #include "backends/serve/connection_socket.h"
+#include "core/bench/endpoint_url.h"
 #include "tests/serve/serve_fixture.h"
 
 using namespace crosslab;
@@ -198,6 +200,35 @@ class TestConnectionSocket : public QObject {
       QVERIFY(response.find(stream ? "data: [DONE]" : "\"finish_reason\":\"length\"") != std::string::npos);
     }
     ::close(fd);
+  }
+
+  // `crosslab-cli bench`'s client, keep-alive as vLLM's: twelve streamed requests at
+  // concurrency 3 through the server open three connections and send nine requests on them
+  // again; every stream comes back whole (its 48 tokens by the server's usage count).
+  void benchClientReusesItsConnections() {
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    const auto server = tinyServer(tmp, 4);
+    backends::ClientConfig cfg;
+    cfg.endpoint = bench::parseEndpointUrl("http://127.0.0.1:" + std::to_string(server->port()), "completions");
+    cfg.idleTimeoutS = 60;
+    backends::StreamClient client(cfg);
+    backends::LevelPlan plan;
+    plan.concurrency = 3;
+    plan.numRequests = 12;
+    plan.inputLen = 1;
+    plan.bodies = {json{{"model", "tiny"}, {"prompt", "keep"}, {"max_tokens", 48}, {"ignore_eos", true}, {"stream", true},
+                        {"stream_options", {{"include_usage", true}}}}
+                       .dump()};
+    const auto run = client.runLevel(plan, nullptr, nullptr);
+    QCOMPARE(int(run.records.size()), 12);
+    for (const auto& r : run.records) {
+      QVERIFY2(r.success, r.error.c_str());
+      QCOMPARE(r.outputTokens(), std::int64_t(48));
+    }
+    QCOMPARE(run.connectionsOpened, 3);
+    QCOMPARE(run.connectionsReused, 9);
+    QCOMPARE(run.staleRetries, 0);
   }
 };
 
