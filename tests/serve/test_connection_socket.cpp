@@ -3,7 +3,8 @@
 // for the chunk (it waits for room and sends the rest), a reader that never reads (false after
 // the timeout), a peer that closed (false, no SIGPIPE); the server sending every stream's
 // writes that way, with the client decoding the same frames; one keep-alive connection
-// serving many requests; and the benchmark's client keeping its connections between requests.
+// serving many requests, its server end without Nagle's algorithm; and the benchmark's client keeping its connections between requests.
+#include <QDir>
 #include <QTemporaryDir>
 #include <QtTest>
 
@@ -72,6 +73,22 @@ std::unique_ptr<testing::LocalServer> tinyServer(const QTemporaryDir& tmp, int m
   serve::ServerOptions opt;
   opt.baseModelId = "tiny";
   return std::make_unique<testing::LocalServer>(dir, so, opt);
+}
+
+// The server's end of the loopback connection whose client end is `clientFd`, found among this
+// process's descriptors (the test server runs in it), or -1.
+int serverEndOf(int clientFd) {
+  sockaddr_in mine{}, peer{};
+  socklen_t len = sizeof mine;
+  if (::getsockname(clientFd, reinterpret_cast<sockaddr*>(&mine), &len) != 0) return -1;
+  for (const QString& name : QDir("/proc/self/fd").entryList(QDir::Files | QDir::System)) {
+    const int fd = name.toInt();
+    len = sizeof peer;
+    if (fd != clientFd && ::getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &len) == 0 &&
+        peer.sin_family == AF_INET && peer.sin_port == mine.sin_port)
+      return fd;
+  }
+  return -1;
 }
 
 std::string pattern(size_t n) {
@@ -199,6 +216,14 @@ class TestConnectionSocket : public QObject {
                ("request " + std::to_string(i + 1) + " closed the connection").c_str());
       QVERIFY(response.find(stream ? "data: [DONE]" : "\"finish_reason\":\"length\"") != std::string::npos);
     }
+    // Its socket sends without Nagle's wait: on a kept connection the client's ACKs are delayed
+    // (up to 40 ms), and with Nagle each small chunk waited for the one before to be ACKed.
+    const int served = serverEndOf(fd);
+    QVERIFY(served >= 0);
+    int nodelay = 0;
+    socklen_t optLen = sizeof nodelay;
+    QCOMPARE(::getsockopt(served, IPPROTO_TCP, TCP_NODELAY, &nodelay, &optLen), 0);
+    QVERIFY2(nodelay != 0, "the server's end of the connection has Nagle's algorithm on");
     ::close(fd);
   }
 
