@@ -247,7 +247,7 @@ std::vector<cli::OptionSpec> benchOptions() {
           {"--stall-seconds", true, "a decoding stream silent this long stops the sweep, default 30"},
           {"--watch-window", true, "seconds over which live per-stream tok/s is judged, default 5"},
           {"--seed", true, "seed for prompts and arrival times"},
-          {"--no-keep-alive", false, "a new connection per request (Connection: close); default: reused, as vLLM's client"},
+          {"--no-keep-alive", false, "a new connection per request (default: kept for the next, as vLLM's client)"},
           {"--progress", false, "print JSON Lines progress events (for the GUI)"},
           {"--json", false, "print the sweep as one JSON object (levels with vLLM's keys); progress on stderr"}};
 }

@@ -88,7 +88,8 @@ struct StreamClient::Impl {
     r.reserve(body.size() + 256);
     r += "POST " + config.endpoint.path + " HTTP/1.1\r\nHost: " + config.endpoint.hostHeader +
          "\r\nContent-Type: application/json\r\nAccept: text/event-stream\r\n" +
-         (config.keepAlive ? "" : "Connection: close\r\n") + "X-Request-Id: " + requestId + "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
+         (config.keepAlive ? "" : "Connection: close\r\n") + "X-Request-Id: " + requestId +
+         "\r\nContent-Length: " + std::to_string(body.size()) + "\r\n";
     if (!config.authorization.empty()) r += "Authorization: " + config.authorization + "\r\n";
     r += "\r\n";
     r += body;

@@ -3,7 +3,8 @@
 // for the chunk (it waits for room and sends the rest), a reader that never reads (false after
 // the timeout), a peer that closed (false, no SIGPIPE); the server sending every stream's
 // writes that way, with the client decoding the same frames; one keep-alive connection
-// serving many requests, its server end without Nagle's algorithm; and the benchmark's client keeping its connections between requests.
+// serving many requests, its server end without Nagle's algorithm; and the benchmark's client
+// keeping its connections between requests.
 #include <QDir>
 #include <QTemporaryDir>
 #include <QtTest>
@@ -242,9 +243,9 @@ class TestConnectionSocket : public QObject {
     plan.concurrency = 3;
     plan.numRequests = 12;
     plan.inputLen = 1;
-    plan.bodies = {json{{"model", "tiny"}, {"prompt", "keep"}, {"max_tokens", 48}, {"ignore_eos", true}, {"stream", true},
-                        {"stream_options", {{"include_usage", true}}}}
-                       .dump()};
+    const json body = {{"model", "tiny"}, {"prompt", "keep"}, {"max_tokens", 48}, {"ignore_eos", true},
+                       {"stream", true}, {"stream_options", {{"include_usage", true}}}};
+    plan.bodies = {body.dump()};
     const auto run = client.runLevel(plan, nullptr, nullptr);
     QCOMPARE(int(run.records.size()), 12);
     for (const auto& r : run.records) {
