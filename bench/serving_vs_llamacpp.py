@@ -21,6 +21,13 @@ same window: every stream decoding) and output_tok_s (tokens / wall from submiss
 output_throughput), crosslab HTTP output_throughput. One JSON line per measurement, then summary
 lines: in-process / llama.cpp, HTTP / in-process (output_tok_s), gain over c=1, runtime / merged.
 
+Both crosslab paths are measured warm and with caches alike. batch_bench first runs the widest
+level once, unmeasured; the HTTP sweep's warm-up sends as many requests as its widest level, all
+at once, and `serve` gets `--max-model-len` of the prompt and --tokens (about batch_bench's),
+not its default of 2048. On this VM a KV-cache page's first touch is slow (memory the guest has
+not used since boot: 0.47 GB/s against 11 GB/s once used), and a cold sweep paid it inside its
+first level of each width: 16 to 32 streams was where the rows 16 to 31 were first written.
+
 --repeats N measures every configuration N times, interleaved (llama.cpp, in process, HTTP, then
 again), and keeps each level's best per side: on a shared VM whose memory bandwidth drifts by
 1.5x within minutes, one pass's ratios say more about the neighbours than about the programs.
@@ -153,7 +160,10 @@ def over_http(a, ckpt, lora, dtype, mode, vocab):
     for t in a.threads:
         port = free_port()
         serve = [cli, "serve", "--model", ckpt, "--dtype", dtype, "--port", str(port), "--threads", str(t),
-                 "--max-batch", str(max(a.levels)), "--lora", "adapter=" + lora, "--load", a.load]
+                 "--max-batch", str(max(a.levels)), "--lora", "adapter=" + lora, "--load", a.load,
+                 # the in-process engine's cache rows: prompt + tokens (batch_bench), not serve's default
+                 # 2048 positions, whose 4x more pages the first streams would touch (see the docstring)
+                 "--max-model-len", str(a.tokens + 4 * a.input_words + 8)]
         if a.stream_interval != 1:
             serve += ["--stream-interval", str(a.stream_interval)]
         if mode == "merged":
@@ -183,7 +193,7 @@ def bench_cmd(a, port, model, levels, result):
     """The client both paths are measured with: crosslab-cli bench, greedy lengths fixed, EOS ignored."""
     return [os.path.join(a.build, "app", "crosslab-cli"), "bench", "--url", f"http://127.0.0.1:{port}", "--model", model,
             "--concurrency", ",".join(map(str, levels)), "--input-len", str(a.input_words), "--output-len",
-            str(a.tokens), "--ignore-eos", "--warmup", "2", "--save-result", result]
+            str(a.tokens), "--ignore-eos", "--warmup", str(max(levels)), "--save-result", result]
 
 
 def cpu_seconds(pid):

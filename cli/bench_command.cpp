@@ -234,7 +234,7 @@ std::vector<cli::OptionSpec> benchOptions() {
           {"--ignore-eos", false, "ask the server to ignore EOS (vLLM extension)"},
           {"--request-rate", true, "requests/s or inf (default): gamma gaps, see --burstiness"},
           {"--burstiness", true, "gamma shape, 1 = Poisson (default)"},
-          {"--warmup", true, "requests sent and discarded before the first level"},
+          {"--warmup", true, "requests sent and discarded before the first level (concurrently, up to the widest level)"},
           {"--price-per-hour", true, "USD per hour of the venue, for $/M output tokens"},
           {"--label", true, "row name in the lab's tables (venue / method)"},
           {"--lab", true, "lab folder to record the sweep in"},

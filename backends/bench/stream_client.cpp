@@ -75,14 +75,6 @@ struct StreamClient::Impl {
     return -1;
   }
 
-  // At most `keep` kept connections: the oldest go (a level after a wider one).
-  void trimIdle(size_t keep) {
-    if (idle.size() <= keep) return;
-    const auto extra = idle.begin() + std::ptrdiff_t(idle.size() - keep);
-    for (auto it = idle.begin(); it != extra; ++it) ::close(*it);
-    idle.erase(idle.begin(), extra);
-  }
-
   std::string buildRequest(const std::string& body, const std::string& requestId) const {
     std::string r;
     r.reserve(body.size() + 256);
@@ -128,7 +120,6 @@ LevelRun StreamClient::runLevel(const LevelPlan& plan, LevelObserver* observer, 
   int issued = 0, arrived = 0, done = 0, failedCount = 0;
   double nextArrival = schedule.next(), nextTick = kTickS;
   const int planned = plan.numRequests.value_or(0);
-  im.trimIdle(size_t(plan.concurrency));
 
   auto now = [&] { return monotonicSeconds() - run.startMonoS; };
   // Arrivals follow the schedule until the plan's count or duration is reached.

@@ -139,6 +139,26 @@ class TestBenchCli : public QObject {
     QVERIFY(all[0].levels[1].outputThroughput > 0);
   }
 
+  // The warm-up runs concurrently up to the widest level, as vLLM's does: four warm-up requests
+  // before levels 1 and 4 open the four connections both levels then use.
+  void warmUpRunsUpToTheWidestLevel() {
+    backends::StandinConfig cfg;
+    cfg.intervalS = 0.01;  // the four overlap
+    backends::StandinServer server(cfg);
+    server.start();
+    const QString jsonl = tmp_.filePath("warm.jsonl");
+    const auto r = cli({"bench", "--url", QString::fromStdString(server.baseUrl()), "--model", "standin",
+                        "--concurrency", "1,4", "--num-prompts", "4", "--output-len", "8", "--warmup", "4",
+                        "--save-result", jsonl});
+    QVERIFY2(r.code == 0, r.err.constData());
+    const auto lines = readLines(jsonl);
+    QCOMPARE(lines.size(), size_t(2));
+    QCOMPARE(lines[0]["connections_opened"].get<int>(), 0);
+    QCOMPARE(lines[1]["connections_opened"].get<int>(), 0);
+    QCOMPARE(server.connectionsAccepted(), 4);
+    QCOMPARE(server.generationRequests(), 4 + 4 + 4);
+  }
+
   // --no-keep-alive: "Connection: close" and a new connection for every request.
   void noKeepAliveOpensAConnectionPerRequest() {
     backends::StandinServer server({});
