@@ -264,11 +264,64 @@ CROSSLAB_BF16_TARGET void bf16PackedTile(const uint16_t* w, int64_t k, const uin
   storeTile<NW, NV>(acc, y, ldy, m);
 }
 
+// One vector of X rows (m <= 16): as f32PackedTileOne (below), eight pairs of k at a time, each
+// W row's eight pairs from one address. The same bits as bf16PackedTile<NW, 1>.
+template <int NW>
+CROSSLAB_BF16_TARGET void bf16PackedTileOne(const uint16_t* w, int64_t k, const uint16_t* xp, int64_t m, float* y,
+                                            int64_t ldy) {
+  constexpr int KB = 8;
+  __m512 acc[NW][1];
+#pragma GCC unroll 16
+  for (int r = 0; r < NW; ++r) acc[r][0] = _mm512_setzero_ps();
+  const int64_t fullPairs = k / 2;
+  const uintptr_t ahead = aheadOf(w, kAheadTiles * NW * k);
+  const int64_t aheadLines = aheadLinesOf<uint16_t>(NW * k);
+  int64_t p = 0;
+  for (; p + KB <= fullPairs; p += KB) {
+#pragma GCC unroll 8
+    for (int j = 0; j < KB; ++j)
+      if (p + j < aheadLines) prefetchLine(ahead, p + j);
+    __m512bh xv[KB];
+#pragma GCC unroll 8
+    for (int j = 0; j < KB; ++j) xv[j] = (__m512bh)_mm512_loadu_si512(xp + (p + j) * 32);
+    const uint16_t* wr = w + 2 * p;
+#pragma GCC unroll 16
+    for (int r = 0; r < NW; ++r, wr += k)
+#pragma GCC unroll 8
+      for (int j = 0; j < KB; ++j) {
+        int32_t pair;
+        std::memcpy(&pair, wr + 2 * j, sizeof pair);
+        acc[r][0] = _mm512_dpbf16_ps(acc[r][0], (__m512bh)_mm512_set1_epi32(pair), xv[j]);
+      }
+  }
+  for (; p < fullPairs; ++p) {
+    if (p < aheadLines) prefetchLine(ahead, p);
+    const __m512bh xv = (__m512bh)_mm512_loadu_si512(xp + p * 32);
+#pragma GCC unroll 16
+    for (int r = 0; r < NW; ++r) {
+      int32_t pair;
+      std::memcpy(&pair, w + r * k + 2 * p, sizeof pair);
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], (__m512bh)_mm512_set1_epi32(pair), xv);
+    }
+  }
+  if (k % 2) {  // the last k alone: its pair's second half is zero in the packed X
+    const __m512bh xv = (__m512bh)_mm512_loadu_si512(xp + fullPairs * 32);
+    for (int r = 0; r < NW; ++r)
+      acc[r][0] = _mm512_dpbf16_ps(acc[r][0], (__m512bh)_mm512_set1_epi32(int32_t(w[r * k + k - 1])), xv);
+  }
+  storeTile<NW, 1>(acc, y, ldy, m);
+}
+
 template <int NW, int NV>
 CROSSLAB_BF16_TARGET void bf16PackedRows(const uint16_t* w, int64_t rows, int64_t k, const uint16_t* xp, int64_t m,
                                          float* y, int64_t ldy) {
   int64_t r = 0;
-  for (; r + NW <= rows; r += NW) bf16PackedTile<NW, NV>(w + r * k, k, xp, m, y + r, ldy);
+  for (; r + NW <= rows; r += NW) {
+    if constexpr (NV == 1)
+      bf16PackedTileOne<NW>(w + r * k, k, xp, m, y + r, ldy);
+    else
+      bf16PackedTile<NW, NV>(w + r * k, k, xp, m, y + r, ldy);
+  }
   for (; r < rows; ++r) bf16PackedTile<1, NV>(w + r * k, k, xp, m, y + r, ldy);
 }
 
@@ -398,11 +451,54 @@ CROSSLAB_F32_TARGET void f32PackedTile(const float* w, int64_t k, const float* x
   storeTile<NW, NV>(acc, y, ldy, m);
 }
 
+// One vector of X rows (m <= 16): f32PackedTile<NW, 1> broadcasts one W value per multiply-add,
+// from NW rows k apart, and with NW = 16 the compiler kept the rows' addresses partly in vector
+// registers (six moves back per step of k) and on the stack. Here eight steps of k at a time:
+// their eight X vectors loaded once, then each W row's eight values in turn from one address
+// (the next row's a single add further on). Each accumulator still adds its products in k's
+// order: the same bits.
+template <int NW>
+CROSSLAB_F32_TARGET void f32PackedTileOne(const float* w, int64_t k, const float* xp, int64_t m, float* y,
+                                          int64_t ldy) {
+  constexpr int KB = 8;
+  __m512 acc[NW][1];
+#pragma GCC unroll 16
+  for (int r = 0; r < NW; ++r) acc[r][0] = _mm512_setzero_ps();
+  const uintptr_t ahead = aheadOf(w, kAheadTiles * NW * k);
+  const int64_t aheadLines = aheadLinesOf<float>(NW * k);
+  int64_t i = 0;
+  for (; i + KB <= k; i += KB) {
+#pragma GCC unroll 8
+    for (int j = 0; j < KB; ++j)
+      if (i + j < aheadLines) prefetchLine(ahead, i + j);
+    __m512 xv[KB];
+#pragma GCC unroll 8
+    for (int j = 0; j < KB; ++j) xv[j] = _mm512_loadu_ps(xp + (i + j) * 16);
+    const float* wr = w + i;
+#pragma GCC unroll 16
+    for (int r = 0; r < NW; ++r, wr += k)
+#pragma GCC unroll 8
+      for (int j = 0; j < KB; ++j) acc[r][0] = _mm512_fmadd_ps(_mm512_set1_ps(wr[j]), xv[j], acc[r][0]);
+  }
+  for (; i < k; ++i) {
+    if (i < aheadLines) prefetchLine(ahead, i);
+    const __m512 xv = _mm512_loadu_ps(xp + i * 16);
+#pragma GCC unroll 16
+    for (int r = 0; r < NW; ++r) acc[r][0] = _mm512_fmadd_ps(_mm512_set1_ps(w[r * k + i]), xv, acc[r][0]);
+  }
+  storeTile<NW, 1>(acc, y, ldy, m);
+}
+
 template <int NW, int NV>
 CROSSLAB_F32_TARGET void f32PackedRows(const float* w, int64_t rows, int64_t k, const float* xp, int64_t m, float* y,
                                        int64_t ldy) {
   int64_t r = 0;
-  for (; r + NW <= rows; r += NW) f32PackedTile<NW, NV>(w + r * k, k, xp, m, y + r, ldy);
+  for (; r + NW <= rows; r += NW) {
+    if constexpr (NV == 1)
+      f32PackedTileOne<NW>(w + r * k, k, xp, m, y + r, ldy);
+    else
+      f32PackedTile<NW, NV>(w + r * k, k, xp, m, y + r, ldy);
+  }
   for (; r < rows; ++r) f32PackedTile<1, NV>(w + r * k, k, xp, m, y + r, ldy);
 }
 

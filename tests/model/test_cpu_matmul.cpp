@@ -307,6 +307,51 @@ class TestCpuMatmul : public QObject {
   // The LoRA shrinks of projections that read one input run as one product over their A
   // stacked: each W row's sum is the same whether its matrix is multiplied alone or stacked with
   // others, on every kernel (one row, tiles, packed), fp32 and bf16.
+  // The packed kernels at 16 X rows (one vector: eight steps of k at a time) and at more (one
+  // step at a time) give an X row the same bits: each accumulator adds its products in k's
+  // order. fp32: that is the chain of fused multiply-adds over k, from zero. Rows in and out of
+  // the tiles of 16 W rows, k shorter than a block of eight, with and without a tail.
+  void packedRowsSumInOrderAtEveryWidth() {
+    const auto check = [](auto tag, int64_t rows, int64_t k) -> QString {
+      using T = decltype(tag);
+      constexpr bool f32 = std::is_same_v<T, float>;
+      if (!(f32 ? f32KernelsAvailable() : bf16KernelsAvailable())) return {};
+      std::mt19937 rng(unsigned(rows * 3 + k));
+      std::normal_distribution<float> normal;
+      constexpr int64_t n = 40;  // one chunk of three vectors
+      std::vector<T> w(size_t(rows * k)), x(size_t(n * k));
+      for (auto& v : w) v = f32 ? T(normal(rng)) : T(toBf16(normal(rng)));
+      for (auto& v : x) v = f32 ? T(normal(rng)) : T(toBf16(normal(rng)));
+      std::vector<float> all(size_t(n * rows)), part(size_t(16 * rows));
+      matmulRows(w.data(), rows, MatmulRows<T>(x.data(), n, k), all.data(), rows);
+      for (int64_t from : {0, 16}) {
+        matmulRows(w.data(), rows, MatmulRows<T>(x.data() + from * k, 16, k), part.data(), rows);
+        if (std::memcmp(part.data(), all.data() + from * rows, sizeof(float) * part.size()) != 0)
+          return QString("X rows %1..%2 alone differ from the same rows among 40").arg(from).arg(from + 15);
+      }
+      if constexpr (f32)
+        for (int64_t b = 0; b < n; ++b)
+          for (int64_t r = 0; r < rows; ++r) {
+            float chain = 0;
+            for (int64_t i = 0; i < k; ++i) chain = std::fma(w[size_t(r * k + i)], x[size_t(b * k + i)], chain);
+            if (std::memcmp(&chain, &all[size_t(b * rows + r)], sizeof chain) != 0)
+              return QString("row %1 of X, row %2 of W: not the fused chain over k").arg(b).arg(r);
+          }
+      return {};
+    };
+    if (!f32KernelsAvailable()) QSKIP("no AVX-512 kernels");
+    int checked = 0;
+    for (int64_t rows : {16, 37})
+      for (int64_t k : {1, 7, 8, 17, 128, 389}) {
+        const QString what = QString(" rows %1 k %2: ").arg(rows).arg(k);
+        const QString f32 = check(float{}, rows, k), bf16 = check(uint16_t{}, rows, k);
+        QVERIFY2(f32.isEmpty(), qPrintable("f32" + what + f32));
+        QVERIFY2(bf16.isEmpty(), qPrintable("bf16" + what + bf16));
+        ++checked;
+      }
+    QCOMPARE(checked, 2 * 6);
+  }
+
   void stackedProductsEqualTheirParts() {
     const auto check = [](auto tag, int64_t n, const std::vector<int64_t>& parts, int64_t k) {
       using T = decltype(tag);
