@@ -3,16 +3,19 @@
 
 #include <pthread.h>
 
+#include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
+#include <mutex>
 #include <ostream>
 #include <sstream>
 #include <string>
 #include <thread>
 
+#include "backends/serve/engine_stats_log.h"
 #include "backends/serve/openai_server.h"
 #include "core/infer/batch_scheduler.h"
 #include "core/ledger/ledger_text.h"
@@ -121,7 +124,14 @@ int runServe(const cli::Args& args, cli::Context& ctx) {
   opt.httpThreads = int(args.integer("--max-connections", defaultHttpThreads(so.maxBatch), 1, 65536));
   opt.streamInterval = int(args.integer("--stream-interval", 1, 1, 4096));
   opt.lowPriorityWriter = args.choice("--writer-priority", {"low", "normal"}, "low") == "low";
-  opt.notice = [&err = ctx.err](const std::string& line) { err << line << std::endl; };
+  // Lines from the server's threads (the writer's notices, the engine's stats) one at a time.
+  std::mutex errMu;
+  const auto say = [&errMu, &err = ctx.err](const std::string& line) {
+    std::lock_guard<std::mutex> lk(errMu);
+    err << line << std::endl;
+  };
+  opt.notice = say;
+  const double statsEvery = args.has("--disable-log-stats") ? 0 : args.number("--log-stats-interval", 10, 0, 86400);
   if (const auto merge = args.value("--merge")) {
     // --merge NAME serves the --lora NAME adapter merged into the weights, and only it.
     if (so.loras.size() != 1 || so.loras[0].first != *merge)
@@ -143,6 +153,7 @@ int runServe(const cli::Args& args, cli::Context& ctx) {
   const int port = server.bind();
   stopper.start(server);
   ctx.out << "listening on http://" << opt.host << ":" << port << std::endl;
+  EngineStatsLog stats(*engine, std::chrono::milliseconds(int64_t(statsEvery * 1000)), say);
   server.run();
   engine->stop();
   return 0;
@@ -153,7 +164,7 @@ int runServe(const cli::Args& args, cli::Context& ctx) {
 void addServeCommands(std::vector<cli::Command>& commands) {
   commands.push_back({"serve",
                       "--model DIR [--served-model-name NAME] [--lora NAME=DIR ...] [--merge NAME] [--host 127.0.0.1] "
-                      "[--port 8000] [--max-batch N] [--max-model-len N] [--dtype bf16|f32] [--max-connections N] [--stream-interval N] [--writer-priority low|normal] [--api-key-env VAR]",
+                      "[--port 8000] [--max-batch N] [--max-model-len N] [--dtype bf16|f32] [--max-connections N] [--stream-interval N] [--writer-priority low|normal] [--log-stats-interval S | --disable-log-stats] [--api-key-env VAR]",
                       "serve a model over the OpenAI-compatible API with continuous batching",
                       {{"--model", true, "Hugging Face checkpoint folder", true},
                        {"--served-model-name", true, "the base model's id (default: the folder's name)"},
@@ -173,6 +184,8 @@ void addServeCommands(std::vector<cli::Command>& commands) {
                        {"--max-connections", true, "HTTP connections served at once (default max(256, 4 x max batch + 64))"},
                        {"--stream-interval", true, "tokens per streamed write after the first (default 1: each token as it comes; larger: fewer writes and reads per token, burstier arrival; none held over 50 ms)"},
                        {"--writer-priority", true, "the thread writing the streams: low (default: nice 19 while the cores are the server's; it falls behind the steps and sends several tokens per write, more tok/s and a longer tail of gaps between tokens) or normal (the process's nice value: each token as its step ends)"},
+                       {"--log-stats-interval", true, "seconds between the engine's lines on stderr (default 10, as vLLM's: prompt and generation tok/s, running and waiting requests, KV rows in use, decode steps' batch and cost; none while idle; 0: none)"},
+                       {"--disable-log-stats", false, "no engine lines (vLLM's flag)"},
                        {"--api-key-env", true, "environment variable holding the API key"}},
                       runServe});
 }

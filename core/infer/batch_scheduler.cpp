@@ -196,6 +196,7 @@ bool BatchScheduler::Impl::accept(Sequence& s, int32_t id) {
     return true;
   }
   s.result.ids.push_back(id);
+  ++local.generatedTokens;
   const std::string piece = s.streamer->push(id);
   bool keep = true;
   try {
@@ -300,6 +301,7 @@ void BatchScheduler::Impl::prefillStep() {
   for (size_t b = 0; b < B; ++b) {
     cache.setLength(size_t(stage) + b, view.lengths[b] - int64_t(T) + int64_t(take[b]));  // padding cut off
     staged[b]->prefilled += take[b];
+    local.promptTokens += take[b];
   }
   if (!done.empty()) {  // the finished prompts' last positions through the LM head together
     std::vector<at::Tensor> rowsDone;
@@ -403,6 +405,7 @@ void BatchScheduler::Impl::decodeStep() {
     finish(std::move(s), reason);
   }
   ++local.steps;
+  local.decodeRows += uint64_t(n);
   local.maxBatchSeen = std::max(local.maxBatchSeen, int(n));
 }
 

@@ -44,6 +44,9 @@ struct SchedulerStats {
   int running = 0;  // sequences holding a slot
   int waiting = 0;
   uint64_t steps = 0;        // decode steps run
+  uint64_t decodeRows = 0;   // rows those steps decoded (steps x their batch sizes)
+  uint64_t promptTokens = 0;     // prompt positions prefilled
+  uint64_t generatedTokens = 0;  // tokens added to completions (a stop token that ends one is not)
   int maxBatchSeen = 0;      // the largest decode batch so far
   uint64_t completed = 0;    // requests finished (any reason)
   uint64_t cancelled = 0;
