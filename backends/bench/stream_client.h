@@ -2,10 +2,11 @@
 // The benchmark's streaming client: one thread, one epoll loop, every stream of a level
 // on non-blocking sockets, kept open between requests (ClientConfig::keepAlive) in a pool
 // that lasts as long as the client, levels and warm-up included (as many connections as the
-// widest level's concurrency, as vLLM's connector limit; the server closes what stays idle). HTTP/1.1 responses are parsed by http-parser (chunked
-// transfer decoding included), SSE events by SseSplitter, chunks by ChunkParser, and
-// each request's times by RequestTimeline. Chunks that arrive in one read() share the
-// read's timestamp (CLOCK_MONOTONIC). Qt-free, so it can run on a headless box.
+// widest level's concurrency, as vLLM's connector limit; the server closes what stays idle).
+// HTTP/1.1 responses are parsed by http-parser (chunked transfer decoding included), SSE
+// events by SseSplitter, chunks by ChunkParser, and each request's times by RequestTimeline.
+// Chunks that arrive in one read() share the read's timestamp (CLOCK_MONOTONIC). Qt-free, so
+// it can run on a headless box.
 
 #include <atomic>
 #include <cstdint>

@@ -27,7 +27,6 @@ double monoNow() {
 StreamConnection::StreamConnection(size_t index, double startS, std::int64_t inputLen, std::string request,
                                    bench::ChunkParser& parser, std::int64_t& textChunkCounter)
     : index_(index),
-      startS_(startS),
       request_(std::move(request)),
       timeline_(startS, inputLen),
       chunkParser_(parser),

@@ -57,7 +57,7 @@ class StreamConnection : private bench::SseSplitter::Handler {
   // server's, so StreamClient sends the request again on a new connection. (aiohttp retries
   // only idempotent methods there, and would count this POST as failed.)
   bool lostToStaleConnection() const { return stale_; }
-  double startS() const { return startS_; }
+  double startS() const { return timeline_.record().startS; }  // issue time, level clock
 
  private:
   void onEvent(std::string& payload) override;
@@ -74,7 +74,6 @@ class StreamConnection : private bench::SseSplitter::Handler {
   void lost(const std::string& reason);  // a reset or end of file before any response byte
 
   size_t index_;
-  double startS_;
   int fd_ = -1;
   bool reused_ = false;     // adopted from an earlier request
   bool reusable_ = false;   // finished with the connection open for another request
