@@ -18,6 +18,7 @@
 
 #include "backends/serve/api_error.h"
 #include "backends/serve/connection_socket.h"
+#include "backends/serve/engine_metrics.h"
 #include "backends/serve/openai_request.h"
 #include "backends/serve/sse_stream.h"
 #include "backends/serve/sse_writer.h"
@@ -93,7 +94,8 @@ httplib::Server::Handler OpenAiServer::Impl::guarded(std::function<void(const ht
 }
 
 bool OpenAiServer::Impl::authorized(const httplib::Request& q) const {
-  if (opt.apiKey.empty() || q.path == "/health") return true;
+  // Like vLLM's key, ours guards the API (/v1/...), not /health or /metrics.
+  if (opt.apiKey.empty() || q.path == "/health" || q.path == "/metrics") return true;
   const std::string want = "Bearer " + opt.apiKey;
   const std::string got = q.get_header_value("Authorization");
   unsigned diff = got.size() != want.size();  // compare every byte: no early exit on the key
@@ -280,6 +282,10 @@ void OpenAiServer::Impl::routes() {
       res.status = 200;
     else
       sendError(res, 503, "ServiceUnavailableError", why);
+  });
+  http.Get("/metrics", [this](const httplib::Request&, httplib::Response& res) {
+    res.set_content(prometheusMetrics(engine.stats(), opt.mergedAdapter.empty() ? opt.baseModelId : opt.mergedAdapter),
+                    kPrometheusContentType);
   });
   http.Get("/v1/models", guarded([this](const httplib::Request&, httplib::Response& res) { models(res); }));
   http.Post("/v1/completions", guarded([this](const httplib::Request& q, httplib::Response& res) { complete(q, res, false); }));

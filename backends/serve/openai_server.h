@@ -1,8 +1,9 @@
 #pragma once
 // The OpenAI-compatible HTTP server as vLLM speaks it, on cpp-httplib: POST
 // /v1/completions and /v1/chat/completions (streaming SSE and not), GET /health,
-// GET /v1/models. Routes parse JSON and hand token ids to the BatchScheduler; every
-// handler runs inside one wrapper that turns exceptions into vLLM's JSON errors.
+// GET /v1/models, GET /metrics (the engine's counters under vLLM's names: engine_metrics.h).
+// Routes parse JSON and hand token ids to the BatchScheduler; every handler runs inside one
+// wrapper that turns exceptions into vLLM's JSON errors.
 
 #include <cstdint>
 #include <functional>
@@ -20,7 +21,7 @@ struct ServerOptions {
   int port = 8000;                 // 0 = an ephemeral port
   std::string baseModelId;         // the base model's id in /v1/models and the "model" field
   std::string mergedAdapter;       // with --merge: the only id served (weights already merged)
-  std::string apiKey;              // empty = no key; guards every route but /health
+  std::string apiKey;              // empty = no key; guards every route but /health and /metrics
   // HTTP worker threads = connections served at once (an SSE stream holds one for its
   // whole life; more wait in the accept queue). 0 = defaultHttpThreads(the engine's slots).
   int httpThreads = 0;
