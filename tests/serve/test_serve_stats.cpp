@@ -1,15 +1,23 @@
 // The server's engine lines (backends/serve/engine_stats_log.h): what a line says for two
 // snapshots of the scheduler's counters, quiet while idle; and `crosslab-cli serve` printing
 // them on stderr while it serves, their token counts adding up to the completions' usage, and
-// none with --disable-log-stats.
+// none with --disable-log-stats. GET /metrics (engine_metrics.h): vLLM's counters read back by
+// the Benchmarks panel's parser (core/bench/server_metrics.h), counting what the completions'
+// usage says, open without the API key as vLLM's is; the panel's poller reading it while
+// completions run, and giving up on a server that has no /metrics or does not answer.
 #include <QProcess>
 #include <QRegularExpression>
 #include <QTemporaryDir>
 #include <QtTest>
 
+#include <atomic>
 #include <csignal>
+#include <thread>
 
+#include "backends/bench/server_metrics_poller.h"
+#include "backends/serve/engine_metrics.h"
 #include "backends/serve/engine_stats_log.h"
+#include "core/bench/server_metrics.h"
 #include "tests/serve/serve_fixture.h"
 #include "tests/support/cli_runner.h"
 
@@ -19,10 +27,11 @@ using nlohmann::json;
 namespace {
 
 // Starts `serve` on the fixture and returns its port (0: it did not say it listens).
-int startServe(QProcess& p, const std::string& dir, const QStringList& extra) {
+int startServe(QProcess& p, const std::string& dir, const QStringList& extra,
+               const testing::CliOptions& options = {}) {
   QStringList args = {"serve", "--model", QString::fromStdString(dir), "--served-model-name", "base", "--port", "0",
                       "--max-batch", "4", "--max-model-len", "512"};
-  testing::startCli(p, args + extra);
+  testing::startCli(p, args + extra, options);
   if (!p.waitForStarted()) return 0;
   QByteArray line;
   for (int i = 0; i < 600 && !line.contains('\n'); ++i) {
@@ -37,9 +46,10 @@ int startServe(QProcess& p, const std::string& dir, const QStringList& extra) {
 struct Usage {
   long long prompt = 0, completion = 0;
 };
-Usage complete(int port, int maxTokens) {
+Usage complete(int port, int maxTokens, const std::string& key = {}) {
   httplib::Client c("127.0.0.1", port);
   c.set_read_timeout(120, 0);
+  if (!key.empty()) c.set_bearer_token_auth(key);
   Usage u;
   for (const char* prompt : {"count the lines", "and the tokens"}) {
     const json req = {{"model", "base"}, {"prompt", prompt}, {"max_tokens", maxTokens}, {"temperature", 0},
@@ -149,6 +159,156 @@ class TestServeStats : public QObject {
     const QByteArray err = p.readAllStandardError();
     QVERIFY2(!err.contains("engine:"), err.constData());
     QVERIFY2(err.contains("KV cache: "), err.constData());  // stderr was read: the cache line is there
+  }
+
+  // One snapshot's exposition, read back: every value where the parser finds it, the labels
+  // vLLM puts on them (the model's id escaped), and the reading two snapshots give.
+  void metricsTextReadsBack() {
+    infer::SchedulerStats a, b;
+    a.kvSlots = 8, a.freeKvSlots = 8;
+    b = a;
+    b.running = 4, b.waiting = 2, b.freeKvSlots = 4;
+    b.promptTokens = 120, b.generatedTokens = 16005, b.steps = 512, b.decodeRows = 16025;
+    b.decodeS = 0.25, b.lmHeadS = 0.046, b.prefillS = 0.5, b.sampleS = 0.1, b.emitS = 0.2;
+    const std::string text = serve::prometheusMetrics(b, "demo \"lora\"");
+    QVERIFY2(text.find("vllm:generation_tokens_total{model_name=\"demo \\\"lora\\\"\",engine=\"0\"} 16005\n") !=
+                 std::string::npos,
+             text.c_str());
+    QVERIFY2(text.find("# TYPE vllm:num_requests_running gauge\n") != std::string::npos, text.c_str());
+    std::string error;
+    const auto before = bench::parsePrometheusText(serve::prometheusMetrics(a, "m"), &error);
+    const auto now = bench::parsePrometheusText(text, &error);
+    QVERIFY2(before && now, error.c_str());
+    QCOMPARE(*now->counter("vllm:prompt_tokens"), 120.0);
+    QCOMPARE(*now->gauge("vllm:kv_cache_usage_perc"), 0.5);
+    QCOMPARE(*now->counter("crosslab:engine_seconds"), 0.25 + 0.046 + 0.5 + 0.1 + 0.2);  // four phases
+    const bench::ServerReading r = bench::serverReading(*before, *now, 5.0);
+    QCOMPARE(QString::fromStdString(bench::describeLive(r)),
+             QString("3201 tok/s generated, 4 running, 2 waiting, KV cache 50% in use; decode steps of 31.3 rows, "
+                     "0.58 ms each"));
+  }
+
+  // A real server's /metrics: zero before any request, then exactly the two completions' usage
+  // (prompt and generated tokens), idle gauges, steps of 1 to 4 rows (--max-batch 4). With an
+  // API key, /v1 wants it and /metrics does not (vLLM's rule).
+  void cliServeCountsInMetrics() {
+    testing::CliOptions options;
+    options.env.insert("CROSSLAB_TEST_KEY", "sk-metrics-test");
+    QProcess p;
+    const int port = startServe(p, dir_, {"--api-key-env", "CROSSLAB_TEST_KEY"}, options);
+    QVERIFY(port > 0);
+    httplib::Client c("127.0.0.1", port);
+    c.set_read_timeout(60, 0);
+    const auto scrape = [&](bench::MetricsSnapshot& out) {
+      auto r = c.Get("/metrics");
+      if (!r || r->status != 200) return false;
+      if (r->get_header_value("Content-Type") != serve::kPrometheusContentType) return false;
+      std::string error;
+      auto snap = bench::parsePrometheusText(r->body, &error);
+      if (!snap) qWarning("%s", error.c_str());
+      if (snap) out = *snap;
+      return bool(snap);
+    };
+    bench::MetricsSnapshot before, after;
+    QVERIFY(scrape(before));
+    QCOMPARE(*before.counter("vllm:generation_tokens"), 0.0);
+    auto denied = c.Get("/v1/models");
+    QVERIFY(denied && denied->status == 401);
+    const Usage want = complete(port, 48, "sk-metrics-test");
+    QCOMPARE(want.completion, 96LL);
+    QVERIFY(scrape(after));
+    const bench::ServerReading r = bench::serverReading(before, after, 1.0);
+    QCOMPARE(*r.generatedTokens, double(want.completion));
+    QCOMPARE(*r.promptTokens, double(want.prompt));
+    QCOMPARE(*r.running, 0.0);
+    QCOMPARE(*r.waiting, 0.0);
+    QVERIFY(*r.decodeSteps > 0 && *r.decodeRows >= *r.decodeSteps && *r.decodeRows <= 4 * *r.decodeSteps);
+    QVERIFY(*r.decodeStepSeconds > 0);
+    QVERIFY(after.gauge("vllm:num_requests_running").has_value());
+    p.terminate();
+    QVERIFY(p.waitForFinished(60000));
+    QCOMPARE(p.exitCode(), 0);
+  }
+
+  // The Benchmarks panel's poller (backends/bench/server_metrics_poller.h) on a real server:
+  // a first read, live readings every 10 ms while eight 400-token completions run on another
+  // thread (each reading counts only its own interval's tokens), and after finish() the
+  // whole: exactly the completions' usage.
+  void pollerReadsTheServerWhileItWorks() {
+    QProcess p;
+    const int port = startServe(p, dir_, {});
+    QVERIFY(port > 0);
+    backends::ServerMetricsPoller poller;
+    poller.setInterval(10);
+    QSignalSpy first(&poller, &backends::ServerMetricsPoller::firstRead);
+    QSignalSpy done(&poller, &backends::ServerMetricsPoller::sweepRead);
+    double liveTokens = 0;
+    int withTokens = 0;
+    connect(&poller, &backends::ServerMetricsPoller::liveReading, this, [&](const bench::ServerReading& r) {
+      withTokens += r.generatedTokens && *r.generatedTokens > 0;
+      if (r.generatedTokens) liveTokens += *r.generatedTokens;
+    });
+    poller.start(QString("http://127.0.0.1:%1/").arg(port));
+    QTRY_COMPARE_WITH_TIMEOUT(first.count(), 1, 30000);
+    QCOMPARE(first.at(0).at(0).toBool(), true);
+    std::atomic<long long> prompt{0}, completion{0};
+    std::thread client([&] {
+      for (int i = 0; i < 4; ++i) {
+        const Usage u = complete(port, 400);
+        prompt += u.prompt;
+        completion += u.completion;
+      }
+    });
+    // Wait for the completions, reading live meanwhile (the event loop runs in QTRY).
+    QTRY_VERIFY_WITH_TIMEOUT(completion == 3200, 120000);
+    client.join();
+    poller.finish();
+    QTRY_COMPARE_WITH_TIMEOUT(done.count(), 1, 30000);
+    QCOMPARE(done.at(0).at(0).toBool(), true);
+    const auto whole = done.at(0).at(1).value<bench::ServerReading>();
+    QCOMPARE(*whole.generatedTokens, 3200.0);
+    QCOMPARE(*whole.promptTokens, double(prompt));
+    // Several readings saw tokens, and added up they never exceed the whole: none counted twice.
+    QVERIFY2(withTokens >= 2 && liveTokens <= 3200.0,
+             qPrintable(QString("%1 readings with tokens, %2 tokens").arg(withTokens).arg(liveTokens)));
+    QVERIFY(!poller.reading());
+    p.terminate();
+    QVERIFY(p.waitForFinished(60000));
+  }
+
+  // A server without /metrics: one read, "HTTP 404", no more. One that accepts and never
+  // answers: "no answer" after the timeout. Nothing listening: the socket's error.
+  void pollerGivesUpOnServersWithoutMetrics() {
+    httplib::Server plain;
+    plain.Get("/health", [](const httplib::Request&, httplib::Response& res) { res.status = 200; });
+    const int port = plain.bind_to_any_port("127.0.0.1");
+    std::thread serving([&] { plain.listen_after_bind(); });
+    backends::ServerMetricsPoller poller;
+    QSignalSpy first(&poller, &backends::ServerMetricsPoller::firstRead);
+    poller.start(QString("http://127.0.0.1:%1").arg(port));
+    QTRY_COMPARE_WITH_TIMEOUT(first.count(), 1, 30000);
+    QCOMPARE(first.at(0).at(0).toBool(), false);
+    QCOMPARE(first.at(0).at(1).toString(), QString("HTTP 404"));
+    QVERIFY(!poller.reading());
+    plain.stop();
+    serving.join();
+
+    // A listening socket nobody accepts from: the connection completes (the backlog), no reply.
+    httplib::Server silent;
+    const int silentPort = silent.bind_to_any_port("127.0.0.1");  // bound and listening, never served
+    poller.setTimeout(300);
+    poller.start(QString("http://127.0.0.1:%1").arg(silentPort));
+    QTRY_COMPARE_WITH_TIMEOUT(first.count(), 2, 30000);
+    QCOMPARE(first.at(1).at(0).toBool(), false);
+    QVERIFY2(first.at(1).at(1).toString().startsWith("no answer in 0.3 s"), qPrintable(first.at(1).at(1).toString()));
+
+    poller.start(QString("http://127.0.0.1:%1").arg(port));  // stopped above: refused
+    QTRY_COMPARE_WITH_TIMEOUT(first.count(), 3, 30000);
+    QCOMPARE(first.at(2).at(0).toBool(), false);
+    QVERIFY2(first.at(2).at(1).toString().contains("refused", Qt::CaseInsensitive), qPrintable(first.at(2).at(1).toString()));
+    QSignalSpy done(&poller, &backends::ServerMetricsPoller::sweepRead);
+    poller.finish();  // nothing read: no reading, no signal
+    QCOMPARE(done.count(), 0);
   }
 };
 
