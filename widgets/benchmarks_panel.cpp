@@ -24,6 +24,7 @@
 #include <algorithm>
 
 #include "backends/bench/bench_process.h"
+#include "backends/bench/server_metrics_poller.h"
 #include "backends/lab_session.h"
 #include "backends/serve/local_serve_process.h"
 #include "core/venues/serve_command.h"
@@ -39,7 +40,8 @@ BenchmarksPanel::BenchmarksPanel(backends::LabSession* session, QWidget* parent)
     : QWidget(parent),
       session_(session),
       process_(new backends::BenchProcess(this)),
-      server_(new backends::LocalServeProcess(this)) {
+      server_(new backends::LocalServeProcess(this)),
+      metrics_(new backends::ServerMetricsPoller(this)) {
   setObjectName("panel_benchmarks");
   // Inside a scroll area, so that the panel never forces the window's minimum size.
   auto* scroll = new QScrollArea(this);
@@ -86,6 +88,7 @@ BenchmarksPanel::BenchmarksPanel(backends::LabSession* session, QWidget* parent)
     if (ok) live_->addTtft(timeOffset_ + t, ttftMs);
   });
   connect(process_, &backends::BenchProcess::levelDone, this, [this](const QJsonObject& r) {
+    clientOutputTokens_ += r.value("total_output_tokens").toInteger();
     const QString collapse = r.value("collapse").toString();
     if (r.value("completed").toInt() > 0)  // the level's figure, on the chart as in the table
       live_->addLevel(timeOffset_ + r.value("duration").toDouble(), r.value("output_throughput").toDouble());
@@ -100,6 +103,24 @@ BenchmarksPanel::BenchmarksPanel(backends::LabSession* session, QWidget* parent)
     reload();
   });
   connect(process_, &backends::BenchProcess::finished, this, &BenchmarksPanel::onFinished);
+  connect(metrics_, &backends::ServerMetricsPoller::firstRead, this, [this](bool ok, const QString& why) {
+    if (!ok)
+      serverLabel_->setText(tr("Server: its /metrics could not be read (%1); only the client's figures.").arg(why));
+    else
+      serverLabel_->setText(tr("Server: counters read; the sweep starts."));
+    if (!metricsPending_) return;
+    metricsPending_ = false;
+    launchBench();
+  });
+  connect(metrics_, &backends::ServerMetricsPoller::liveReading, this, [this](const bench::ServerReading& r) {
+    serverLabel_->setText(tr("Server now: %1").arg(QString::fromStdString(bench::describeLive(r))));
+  });
+  connect(metrics_, &backends::ServerMetricsPoller::sweepRead, this,
+          [this](bool ok, const bench::ServerReading& r, const QString& why) {
+            serverLabel_->setText(ok ? tr("Server, over the sweep: %1")
+                                           .arg(QString::fromStdString(bench::describeSweep(r, clientOutputTokens_)))
+                                     : tr("Server: its counters after the sweep could not be read (%1).").arg(why));
+          });
   connect(server_, &backends::LocalServeProcess::logLine, this,
           [](const QString& line) { spdlog::info("serve: {}", line.toStdString()); });
   connect(server_, &backends::LocalServeProcess::ready, this, &BenchmarksPanel::onServerReady);
@@ -231,6 +252,12 @@ QWidget* BenchmarksPanel::buildForm() {
   status_ = new QLabel(box);
   status_->setObjectName("statusLabel");
   status_->setWordWrap(true);
+  serverLabel_ = new QLabel(box);
+  serverLabel_->setObjectName("serverLabel");
+  serverLabel_->setWordWrap(true);
+  serverLabel_->setToolTip(tr("What the server itself counted, from its Prometheus /metrics (vLLM's metric names; "
+                              "crosslab-cli serve adds its decode steps' batch and cost): read before the sweep's "
+                              "first request, every second while it runs, and after it ends."));
   connect(endpointKind_, &QComboBox::currentIndexChanged, this, &BenchmarksPanel::updateEndpointUi);
   connect(runButton_, &QPushButton::clicked, this, [this] { run(); });
   connect(stopButton_, &QPushButton::clicked, this, &BenchmarksPanel::stop);
@@ -248,6 +275,7 @@ QWidget* BenchmarksPanel::buildForm() {
   v->addLayout(buttons);
   v->addLayout(level);
   v->addWidget(status_);
+  v->addWidget(serverLabel_);
   v->addStretch(1);
   return box;
 }
@@ -434,6 +462,7 @@ void BenchmarksPanel::stopServer() {
   const bool wasPending = sweepPending_;
   sweepPending_ = false;
   restartArgs_.clear();
+  if (metricsPending_ && (sweepOnBox_ || sweepOnLocal_)) stop();  // its sweep has not started: it never will
   if (boxForm_->server()->state() != remote::RemoteServer::State::Idle) {
     if (sweepOnBox_ && process_->isRunning()) process_->stop();
     boxForm_->server()->stop();
@@ -544,14 +573,29 @@ void BenchmarksPanel::startSweep() {
   setStatus(session_->isOpen() ? tr("Running…") : tr("Running — no lab is open, so results are not recorded."));
   sweepOnLocal_ = localEndpoint();
   sweepOnBox_ = boxEndpoint();
-  process_->start(sweepArgs());
+  clientOutputTokens_ = 0;
   runButton_->setEnabled(false);
   stopButton_->setEnabled(true);
+  // The server's counters first: what it did over the sweep is then the difference between
+  // that read and the one after the sweep (a server with no /metrics is asked once).
+  metricsPending_ = true;
+  serverLabel_->setText(tr("Server: reading its /metrics …"));
+  metrics_->start(sweepArgs().value(1));
+  updateEndpointUi();
+}
+
+void BenchmarksPanel::launchBench() {
+  process_->start(sweepArgs());
   updateEndpointUi();
 }
 
 void BenchmarksPanel::stop() {
-  if (process_->isRunning()) {
+  if (metricsPending_) {  // the sweep has not started: nothing was sent
+    metricsPending_ = false;
+    metrics_->stop();
+    serverLabel_->clear();
+    onFinished(0, QString(), true);
+  } else if (process_->isRunning()) {
     process_->stop();
   } else if (sweepPending_) {  // cancel a server that is still starting (here or on a box)
     stopServer();
@@ -559,7 +603,7 @@ void BenchmarksPanel::stop() {
   }
 }
 
-bool BenchmarksPanel::isRunning() const { return process_->isRunning(); }
+bool BenchmarksPanel::isRunning() const { return process_->isRunning() || metricsPending_; }
 
 void BenchmarksPanel::onLevelStarted(int concurrency, int planned) {
   timeOffset_ = lastT_;  // levels follow each other on one time axis
@@ -579,6 +623,7 @@ void BenchmarksPanel::resetProgress(const QString& label) {
 }
 
 void BenchmarksPanel::onFinished(int exitCode, const QString& error, bool stopped) {
+  metrics_->finish();  // the server's counters once more: serverLabel_ then says what it did
   runButton_->setEnabled(true);
   stopButton_->setEnabled(false);
   if (stopped) {
@@ -599,6 +644,8 @@ void BenchmarksPanel::onFinished(int exitCode, const QString& error, bool stoppe
 }
 
 QString BenchmarksPanel::status() const { return status_->text(); }
+
+QString BenchmarksPanel::serverView() const { return serverLabel_->text(); }
 
 void BenchmarksPanel::setStatus(const QString& text) { status_->setText(text); }
 

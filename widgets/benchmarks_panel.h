@@ -25,6 +25,7 @@ namespace crosslab::backends {
 class BenchProcess;
 class LabSession;
 class LocalServeProcess;
+class ServerMetricsPoller;
 }  // namespace crosslab::backends
 
 namespace crosslab::widgets {
@@ -57,6 +58,8 @@ class BenchmarksPanel : public QWidget {
   BenchResultsModel* results() const { return results_; }
   int comparedSets() const;
   QString status() const;
+  // The server's own view of the sweep, from its /metrics (core/bench/server_metrics.h).
+  QString serverView() const;
   static constexpr int kCompareOnOpen = 4;  // rows compared when none is selected
 
  public slots:
@@ -82,7 +85,10 @@ class BenchmarksPanel : public QWidget {
   QStringList checkedAdapters() const;
   void followCheckedAdapter();
   void resetProgress(const QString& label);
+  // Reads the server's /metrics first (so that its counters start before the first request),
+  // then runs `bench`.
   void startSweep();
+  void launchBench();
   void onServerReady(const QString& baseUrl);
   void onServerFailed(const QString& error);
   void fillLocalDefaults();  // the lab's models/demo-base and its runs' adapters
@@ -121,6 +127,10 @@ class BenchmarksPanel : public QWidget {
   QPushButton *runButton_, *stopButton_;
   QProgressBar* progress_;
   QLabel *levelLabel_, *status_;
+  QLabel* serverLabel_;  // the server's view of the sweep (its /metrics)
+  backends::ServerMetricsPoller* metrics_;
+  bool metricsPending_ = false;     // Run: the server's counters are being read before the sweep
+  long long clientOutputTokens_ = 0;  // the sweep's output tokens as the client counted them
   BenchLiveChart* live_;
   BenchResultsModel* results_;
   QTableView* table_;

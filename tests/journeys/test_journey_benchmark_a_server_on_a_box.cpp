@@ -90,6 +90,14 @@ class TestJourneyBenchmarkAServerOnABox : public QObject {
     QCOMPARE(rowCount(lab.path(), "benchmark_levels",
                       "benchmark_id = (SELECT max(id) FROM benchmarks) AND completed = 4 AND failed = 0"),
              qint64(2));
+    // The server's /metrics came through the tunnel too: it counted what the client did (two
+    // levels of four 16-token replies).
+    auto* server = window->findChild<QLabel*>("serverLabel");
+    QVERIFY(server);
+    QVERIFY2(waitUntil([&] { return server->text().startsWith("Server, over the sweep: "); },
+                       "the server's reading after the sweep"),
+             qPrintable(server->text()));
+    QVERIFY2(server->text().contains("128 tokens generated (the client counted 128)"), qPrintable(server->text()));
     const QString serveDir = box.folder() + "/serve";
     QVERIFY(LoopbackBox::pidFileAlive(serveDir + "/child_pid"));  // the server stays up for the next sweep
 

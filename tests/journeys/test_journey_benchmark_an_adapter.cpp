@@ -17,6 +17,7 @@
 #include <QHeaderView>
 #include <QHelpEvent>
 #include <QLabel>
+#include <QRegularExpression>
 #include <QLineEdit>
 #include <QListWidget>
 #include <QProgressBar>
@@ -200,6 +201,17 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
                                   "JOIN benchmarks b ON b.id = l.benchmark_id WHERE b.label = 'demo runtime LoRA' "
                                   "ORDER BY l.concurrency"),
              (QStringList{"1 8 0 384", "4 8 0 384"}));
+    // The server's own count, from its /metrics read before the first request and after the
+    // sweep, beside the client's: both 768; its decode steps ran 1 to 4 rows (levels 1 and 4).
+    auto* server = panel->findChild<QLabel*>("serverLabel");
+    QVERIFY(server);
+    QVERIFY(waitUntil([&] { return server->text().startsWith("Server, over the sweep: "); },
+                      "the server's reading after the sweep"));
+    QVERIFY2(server->text().contains("768 tokens generated (the client counted 768)"), qPrintable(server->text()));
+    const auto steps = QRegularExpression(R"(decode steps of ([0-9.]+) rows, [0-9.]+ ms each; now 0 running, 0 waiting$)")
+                           .match(server->text());
+    QVERIFY2(steps.hasMatch() && steps.captured(1).toDouble() >= 1.0 && steps.captured(1).toDouble() <= 4.0,
+             qPrintable(server->text()));
 
     // A sweep against a model the server does not serve: HTTP 404, recorded as failed.
     const QString serverUrl = panel->server()->baseUrl();
@@ -212,6 +224,11 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     QVERIFY(finished.last().first().toInt() != 0);
     QVERIFY2(panel->status().startsWith("Sweep failed:") && panel->status().contains("404"), qPrintable(panel->status()));
     QCOMPARE(panel->findChild<QLabel*>("levelLabel")->text(), QString("failed"));
+    // Every request was refused: the server generated nothing, and says so.
+    QVERIFY(waitUntil([&] { return server->text().startsWith("Server, over the sweep: "); },
+                      "the server's reading after the failed sweep"));
+    QVERIFY2(server->text().startsWith("Server, over the sweep: 0 tokens generated (the client counted 0)"),
+             qPrintable(server->text()));
     QVERIFY(!progress->isTextVisible());  // no percentage of a sweep that measured nothing
     const int wrong = before + 1;
     QVERIFY(waitUntil([&] { return results->rowCount() == wrong + 1; }, "the failed sweep's row"));
