@@ -115,6 +115,7 @@ SweepOptions optionsFrom(const Args& a) {
   if (a.has("--stall-seconds")) o.stallS = toDouble("--stall-seconds", *a.value("--stall-seconds"));
   if (a.has("--watch-window")) o.watchWindowS = toDouble("--watch-window", *a.value("--watch-window"));
   o.keepAlive = !a.has("--no-keep-alive");
+  o.serverMetrics = !a.has("--no-server-metrics");
   if (a.has("--seed")) o.seed = static_cast<std::uint64_t>(toInt("--seed", *a.value("--seed")));
   if (a.has("--api-key-env")) {
     const std::string var = *a.value("--api-key-env");
@@ -204,6 +205,7 @@ class CliListener : public SweepListener {
          << fixed(l.tpot.medianMs, 2) << " p99 " << fixed(l.tpot.p99Ms, 2) << " ms"
          << (l.usdPerMOutputTokens ? "  $" + fixed(*l.usdPerMOutputTokens, 3) + "/M" : "")
          << "  tokens from " << l.outputTokensSource << "\n";
+    if (l.server) out_ << "  server: " << bench::describeSweep(*l.server, l.totalOutputTokens) << "\n";
     for (const auto& r : l.requests)
       if (!r.success) {
         out_ << "  first failure: " << r.error << "\n";
@@ -248,6 +250,7 @@ std::vector<cli::OptionSpec> benchOptions() {
           {"--watch-window", true, "seconds over which live per-stream tok/s is judged, default 5"},
           {"--seed", true, "seed for prompts and arrival times"},
           {"--no-keep-alive", false, "a new connection per request (default: kept for the next, as vLLM's client)"},
+          {"--no-server-metrics", false, "do not read the server's /metrics around each level (default: read, as the key \"server\")"},
           {"--progress", false, "print JSON Lines progress events (for the GUI)"},
           {"--json", false, "print the sweep as one JSON object (levels with vLLM's keys); progress on stderr"}};
 }
@@ -351,6 +354,7 @@ int runBench(const Args& args, cli::Context& ctx) {
                     {"knee", result.knee ? json(result.knee->concurrency) : json()},
                     {"knee_description", knee},
                     {"stopped", result.stoppedReason},
+                    {"server_metrics", result.serverMetrics.empty() ? json() : json(result.serverMetrics)},
                     {"benchmark_id", benchId ? json(*benchId) : json()}}
                    .dump()
             << "\n";
@@ -361,6 +365,7 @@ int runBench(const Args& args, cli::Context& ctx) {
   } else {
     ctx.out << "saturation: " << knee << "\n"
             << (result.stoppedReason.empty() ? "" : "sweep stopped: " + result.stoppedReason + "\n")
+            << (result.serverMetrics.empty() ? "" : "server's /metrics: " + result.serverMetrics + "\n")
             << (benchId ? "recorded as benchmark " + std::to_string(*benchId) + (failed ? " (failed)" : "") + "\n" : "");
   }
   if (failed) return ctx.err << "crosslab-cli bench: " << result.failure << "\n", 1;

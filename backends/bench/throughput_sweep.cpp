@@ -4,9 +4,11 @@
 #include <deque>
 #include <stdexcept>
 
+#include <httplib.h>
 #include <nlohmann/json.hpp>
 
 #include "core/bench/endpoint_url.h"
+#include "core/bench/server_metrics.h"
 
 namespace crosslab::backends {
 
@@ -17,6 +19,30 @@ namespace {
 const char* const kWords[] = {"the", "of", "and", "to", "in", "is", "that", "for", "it", "as", "was", "with",
                               "be", "by", "on", "not", "he", "this", "are", "or", "his", "from", "at", "which",
                               "but", "have", "an", "had", "they", "you", "were", "their", "one", "all", "we"};
+
+// The server's /metrics (at the root of the endpoint's host, where vLLM serves it), parsed; the
+// reason in `why` when there is none to read.
+std::optional<bench::MetricsSnapshot> readServerMetrics(const bench::EndpointUrl& ep, const std::string& authorization,
+                                                       std::string& why) {
+  httplib::Client c(ep.host, ep.port);
+  c.set_connection_timeout(3, 0);
+  c.set_read_timeout(3, 0);
+  httplib::Headers headers{{"Accept", "text/plain"}};
+  if (!authorization.empty()) headers.emplace("Authorization", authorization);
+  const auto r = c.Get("/metrics", headers);
+  if (!r) {
+    why = "no answer (" + httplib::to_string(r.error()) + ")";
+    return std::nullopt;
+  }
+  if (r->status != 200) {
+    why = "HTTP " + std::to_string(r->status);
+    return std::nullopt;
+  }
+  std::string error;
+  auto snap = bench::parsePrometheusText(r->body, &error);
+  if (!snap) why = "not Prometheus's text format: " + error;
+  return snap;
+}
 
 // Watches one level: live rates for the charts, and the collapse / stall judgement.
 class LevelWatch : public LevelObserver {
@@ -162,6 +188,11 @@ SweepResult ThroughputSweep::run(SweepListener* listener, const std::atomic<bool
   StreamClient client(cc);
   warmUp(client, stop);
   SweepResult result;
+  // The server's counters before the first level (after the warm-up); each level's reading is
+  // the difference to the read after it, which starts the next one.
+  std::optional<bench::MetricsSnapshot> counters;
+  if (o.serverMetrics) counters = readServerMetrics(cc.endpoint, o.authorization, result.serverMetrics);
+  else result.serverMetrics = "not asked (--no-server-metrics)";
   bench::CollapseBaseline before;  // the levels measured so far
   double tokensPerChunk = 1;
   std::vector<bench::LevelPoint> points;
@@ -176,6 +207,11 @@ SweepResult ThroughputSweep::run(SweepListener* listener, const std::atomic<bool
                             o.pricePerHour};
     auto level = bench::computeLevelMetrics(run.records, run.durationS, ctx);
     level.connectionsOpened = run.connectionsOpened;
+    if (counters) {
+      auto after = readServerMetrics(cc.endpoint, o.authorization, result.serverMetrics);
+      if (after) level.server = bench::serverReading(*counters, *after, run.durationS);
+      counters = std::move(after);
+    }
     const bool stopped = stop && stop->load();
     if (level.completed == 0 && !stopped && run.abortReason.empty()) {  // the endpoint refuses (404, wrong model) or is gone
       std::string first = "no response";

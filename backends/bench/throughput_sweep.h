@@ -33,6 +33,9 @@ struct SweepOptions {
   double stallS = 30.0;           // a decoding stream silent this long = streams stopped
   double timeoutS = 120.0;        // per request: connect, first byte, and between bytes
   bool keepAlive = true;          // reuse connections between requests (ClientConfig::keepAlive)
+  // Read the server's Prometheus /metrics before and after each level (LevelResult::server); a
+  // server that has none is asked once.
+  bool serverMetrics = true;
   std::uint64_t seed = 0;
 };
 
@@ -51,6 +54,7 @@ struct SweepResult {
   std::optional<bench::Knee> knee;
   std::string stoppedReason;  // collapse, stall, failure, or the user; empty when all levels ran
   std::string failure;        // a level in which no request completed: why (the sweep stops there)
+  std::string serverMetrics;  // why the levels carry no server reading ("HTTP 404", …); empty: they do
 };
 
 class ThroughputSweep {

@@ -185,6 +185,7 @@ nlohmann::json levelToJson(const LevelResult& l, bool detailed) {
   j["output_tokens_source"] = l.outputTokensSource;
   j["connections_opened"] = l.connectionsOpened >= 0 ? json(l.connectionsOpened) : json(nullptr);
   j["price_per_hour"] = l.context.pricePerHour ? json(*l.context.pricePerHour) : json(nullptr);
+  j["server"] = l.server ? serverReadingToJson(*l.server) : json(nullptr);
   return j;
 }
 

@@ -11,6 +11,7 @@
 #include <nlohmann/json_fwd.hpp>
 
 #include "core/bench/request_record.h"
+#include "core/bench/server_metrics.h"
 
 namespace crosslab::bench {
 
@@ -54,6 +55,9 @@ struct LevelResult {
   // TCP connections the level opened (crosslab's key, -1: not known): with keep-alive, up to the
   // concurrency; a connection per request without it.
   int connectionsOpened = -1;
+  // What the server itself counted over the level, from its Prometheus /metrics read before and
+  // after it (server_metrics.h; crosslab's key "server", null where the server has none).
+  std::optional<ServerReading> server;
   std::vector<RequestRecord> requests;
 };
 

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdio>
 
+#include <nlohmann/json.hpp>
+
 namespace crosslab::bench {
 namespace {
 
@@ -159,6 +161,21 @@ ServerReading serverReading(const MetricsSnapshot& before, const MetricsSnapshot
   r.decodeStepSeconds =
       delta(before.counter("crosslab:decode_step_seconds"), now.counter("crosslab:decode_step_seconds"));
   return r;
+}
+
+nlohmann::json serverReadingToJson(const ServerReading& r) {
+  using nlohmann::json;
+  const auto val = [](const std::optional<double>& v) { return v ? json(*v) : json(nullptr); };
+  const bool steps = r.decodeSteps && *r.decodeSteps > 0;
+  return {{"generated_tokens", val(r.generatedTokens)},
+          {"prompt_tokens", val(r.promptTokens)},
+          {"decode_steps", val(r.decodeSteps)},
+          {"decode_rows_per_step", steps && r.decodeRows ? json(*r.decodeRows / *r.decodeSteps) : json(nullptr)},
+          {"decode_step_ms", steps && r.decodeStepSeconds ? json(1e3 * *r.decodeStepSeconds / *r.decodeSteps)
+                                                          : json(nullptr)},
+          {"running_after", val(r.running)},
+          {"waiting_after", val(r.waiting)},
+          {"kv_cache_usage_after", val(r.kvUsage)}};
 }
 
 std::string describeLive(const ServerReading& r) {

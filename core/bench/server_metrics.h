@@ -8,6 +8,8 @@
 // filled). Qt-free; the scraping is backends/bench/server_metrics_poller.h.
 #include <map>
 #include <optional>
+
+#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
 
@@ -42,6 +44,11 @@ struct ServerReading {
   bool any() const { return running || waiting || generatedTokens || promptTokens; }
 };
 ServerReading serverReading(const MetricsSnapshot& before, const MetricsSnapshot& now, double seconds);
+
+// A level's reading in the benchmark's JSON (its "server" key): generated_tokens,
+// prompt_tokens, decode_steps, decode_rows_per_step, decode_step_ms, and the gauges after the
+// level (running_after, waiting_after, kv_cache_usage_after); null where the server does not say.
+nlohmann::json serverReadingToJson(const ServerReading& r);
 
 // One line for a reading taken while a sweep runs, e.g.
 //   "34572 tok/s generated, 31 running, 0 waiting, KV cache 97% in use; decode steps of 31.9

@@ -230,6 +230,40 @@ class TestServeStats : public QObject {
     QCOMPARE(p.exitCode(), 0);
   }
 
+  // `crosslab-cli bench` reads the server's /metrics around each level: the tokens the server
+  // generated over a level are the ones the client counted, its decode steps ran 1 to c rows,
+  // and it was idle after. --no-server-metrics: no reading, and the summary says why.
+  void benchRecordsTheServersCountPerLevel() {
+    QProcess p;
+    const int port = startServe(p, dir_, {});
+    QVERIFY(port > 0);
+    const QStringList sweep = {"bench", "--url", QString("http://127.0.0.1:%1").arg(port), "--model", "base",
+                               "--concurrency", "1,3", "--num-prompts", "6", "--output-len", "24", "--input-len", "8",
+                               "--ignore-eos", "--json"};
+    auto r = testing::runCli(sweep);
+    QVERIFY2(r.code == 0, r.err.constData());
+    json out = json::parse(r.out.toStdString());
+    QVERIFY2(out["server_metrics"].is_null(), r.out.constData());
+    QCOMPARE(out["levels"].size(), size_t(2));
+    for (const json& level : out["levels"]) {
+      const json& server = level["server"];
+      QVERIFY2(server.is_object(), r.out.constData());
+      QCOMPARE(server["generated_tokens"].get<double>(), level["total_output_tokens"].get<double>());
+      QCOMPARE(level["total_output_tokens"].get<int>(), 6 * 24);
+      const double rows = server["decode_rows_per_step"].get<double>();
+      QVERIFY2(rows >= 1.0 && rows <= level["max_concurrency"].get<double>(), r.out.constData());
+      QVERIFY(server["decode_step_ms"].get<double>() > 0);
+      QCOMPARE(server["running_after"].get<double>(), 0.0);
+    }
+    r = testing::runCli(sweep + QStringList{"--no-server-metrics"});
+    QVERIFY2(r.code == 0, r.err.constData());
+    out = json::parse(r.out.toStdString());
+    QCOMPARE(out["server_metrics"].get<std::string>(), std::string("not asked (--no-server-metrics)"));
+    QVERIFY(out["levels"][0]["server"].is_null());
+    p.terminate();
+    QVERIFY(p.waitForFinished(60000));
+  }
+
   // The Benchmarks panel's poller (backends/bench/server_metrics_poller.h) on a real server:
   // a first read, live readings every 10 ms while eight 400-token completions run on another
   // thread (each reading counts only its own interval's tokens), and after finish() the
