@@ -1,6 +1,7 @@
 #include "widgets/bench_results_model.h"
 
 #include <QColor>
+#include <QJsonDocument>
 #include <QJsonObject>
 #include <algorithm>
 #include <set>
@@ -96,6 +97,27 @@ QString BenchResultsModel::cellText(int row, int column) const {
   return QString::fromStdString(b.error);  // why it stopped early, if it did
 }
 
+namespace {
+
+// What the server itself counted over a level (the sweep's "server" key, from its /metrics:
+// core/bench/server_metrics.h); empty when the level has none.
+QString serverTip(const bench::StoredLevel& l) {
+  const QJsonObject level = QJsonDocument::fromJson(QByteArray::fromStdString(l.resultJson)).object();
+  const QJsonObject server = level.value("server").toObject();
+  if (!server.value("generated_tokens").isDouble()) return {};
+  QString tip = QObject::tr("The server counted %1 tokens generated (the client %2)")
+                    .arg(server.value("generated_tokens").toDouble(), 0, 'f', 0)
+                    .arg(level.value("total_output_tokens").toInteger());
+  if (server.value("decode_rows_per_step").isDouble()) {
+    tip += QObject::tr("; decode steps of %1 rows").arg(server.value("decode_rows_per_step").toDouble(), 0, 'f', 1);
+    if (server.value("decode_step_ms").isDouble())
+      tip += QObject::tr(", %1 ms each").arg(server.value("decode_step_ms").toDouble(), 0, 'f', 2);
+  }
+  return tip;
+}
+
+}  // namespace
+
 QVariant BenchResultsModel::data(const QModelIndex& index, int role) const {
   if (!index.isValid()) return {};
   if (role == Qt::DisplayRole) return cellText(index.row(), index.column());
@@ -112,10 +134,15 @@ QVariant BenchResultsModel::data(const QModelIndex& index, int role) const {
   if ((role == Qt::ToolTipRole || role == Qt::ForegroundRole) && levelIndex >= 0 &&
       levelIndex < static_cast<int>(levels_.size())) {
     const auto* l = levelAt(index.row(), levels_[static_cast<size_t>(levelIndex)]);
-    if (!l || (l->collapse.empty() && l->failed == 0)) return {};
-    if (role == Qt::ForegroundRole) return QColor(Qt::red);
-    return tr("%1 completed, %2 failed%3").arg(l->completed).arg(l->failed)
-        .arg(l->collapse.empty() ? QString() : "\n" + QString::fromStdString(l->collapse));
+    if (!l) return {};
+    const bool bad = !l->collapse.empty() || l->failed > 0;
+    if (role == Qt::ForegroundRole) return bad ? QVariant(QColor(Qt::red)) : QVariant();
+    QStringList tip;
+    if (bad)
+      tip << tr("%1 completed, %2 failed%3").arg(l->completed).arg(l->failed)
+                 .arg(l->collapse.empty() ? QString() : "\n" + QString::fromStdString(l->collapse));
+    if (const QString server = serverTip(*l); !server.isEmpty()) tip << server;
+    return tip.isEmpty() ? QVariant() : QVariant(tip.join('\n'));
   }
   return {};
 }

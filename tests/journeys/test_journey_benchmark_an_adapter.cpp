@@ -212,6 +212,21 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
                            .match(server->text());
     QVERIFY2(steps.hasMatch() && steps.captured(1).toDouble() >= 1.0 && steps.captured(1).toDouble() <= 4.0,
              qPrintable(server->text()));
+    // Each level's own server reading, recorded with the sweep, in its cell's tooltip.
+    auto* table = waitFor<QTableView>(panel, "resultsTable");
+    int c4 = -1;
+    for (int c = 0; c < results->columnCount(); ++c)
+      if (results->headerData(c, Qt::Horizontal).toString() == "c=4 tok/s") c4 = c;
+    QVERIFY(c4 >= 0);
+    const QModelIndex c4Cell = results->index(before, c4);
+    table->scrollTo(c4Cell);
+    const QRect rect = table->visualRect(c4Cell);
+    QHelpEvent hover(QEvent::ToolTip, rect.center(), table->viewport()->mapToGlobal(rect.center()));
+    QCoreApplication::sendEvent(table->viewport(), &hover);
+    QVERIFY(QToolTip::isVisible());
+    QVERIFY2(QToolTip::text().startsWith("The server counted 384 tokens generated (the client 384); decode steps of "),
+             qPrintable(QToolTip::text()));
+    QToolTip::hideText();
 
     // A sweep against a model the server does not serve: HTTP 404, recorded as failed.
     const QString serverUrl = panel->server()->baseUrl();
