@@ -33,17 +33,16 @@ void ServerMetricsPoller::finish() {
     emit sweepRead(false, {}, tr("the server's counters were not read before the sweep"));
     return;
   }
-  finishAsked_ = true;
   state_ = State::Last;
   timer_->stop();
-  if (!inFlight_) read();  // else: the reply under way reads again (onReply)
+  if (!inFlight_) read();  // else: the reply under way reads again (read()'s handler)
 }
 
 void ServerMetricsPoller::stop() {
   ++generation_;
   timer_->stop();
   state_ = State::Idle;
-  finishAsked_ = inFlight_ = false;
+  inFlight_ = false;
   first_.reset();
   last_.reset();
 }
@@ -65,11 +64,11 @@ void ServerMetricsPoller::read() {
       read();
       return;
     }
-    onReply(reply, gen);
+    onReply(reply);
   });
 }
 
-void ServerMetricsPoller::onReply(QNetworkReply* reply, quint64) {
+void ServerMetricsPoller::onReply(QNetworkReply* reply) {
   const qint64 now = clock_.elapsed();
   QString why;
   std::optional<bench::MetricsSnapshot> snap;

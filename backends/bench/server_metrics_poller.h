@@ -49,13 +49,12 @@ class ServerMetricsPoller : public QObject {
  private:
   enum class State { Idle, First, Live, Last };
   void read();
-  void onReply(QNetworkReply* reply, quint64 generation);
+  void onReply(QNetworkReply* reply);
 
   QNetworkAccessManager* net_;
   QTimer* timer_;
   QString url_;
   State state_ = State::Idle;
-  bool finishAsked_ = false;
   bool inFlight_ = false;
   quint64 generation_ = 0;  // replies of an earlier start() or stop() are dropped
   int intervalMs_ = 1000;
