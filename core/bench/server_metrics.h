@@ -8,10 +8,10 @@
 // filled). Qt-free; the scraping is backends/bench/server_metrics_poller.h.
 #include <map>
 #include <optional>
-
-#include <nlohmann/json_fwd.hpp>
 #include <string>
 #include <string_view>
+
+#include <nlohmann/json_fwd.hpp>
 
 namespace crosslab::bench {
 
@@ -41,7 +41,6 @@ struct ServerReading {
   std::optional<double> running, waiting, kvUsage;      // kvUsage: 0..1
   std::optional<double> promptTokens, generatedTokens;  // counted between the snapshots
   std::optional<double> decodeSteps, decodeRows, decodeStepSeconds;
-  bool any() const { return running || waiting || generatedTokens || promptTokens; }
 };
 ServerReading serverReading(const MetricsSnapshot& before, const MetricsSnapshot& now, double seconds);
 
