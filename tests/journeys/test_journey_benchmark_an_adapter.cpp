@@ -224,7 +224,9 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     QHelpEvent hover(QEvent::ToolTip, rect.center(), table->viewport()->mapToGlobal(rect.center()));
     QCoreApplication::sendEvent(table->viewport(), &hover);
     QVERIFY(QToolTip::isVisible());
-    QVERIFY2(QToolTip::text().startsWith("The server counted 384 tokens generated (the client 384); decode steps of "),
+    // (On a busy machine the level may also carry a collapse diagnosis, on the line above.)
+    QVERIFY2(QToolTip::text().split('\n').last().startsWith(
+                 "The server counted 384 tokens generated (the client 384); decode steps of "),
              qPrintable(QToolTip::text()));
     QToolTip::hideText();
 
