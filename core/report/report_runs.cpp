@@ -205,6 +205,54 @@ void addTraining(SectionContext& ctx) {
   if (!chart.series.empty()) doc.chart(std::move(chart), "charts/training-loss.svg");
 }
 
+namespace {
+
+// The second instrument: what the server counted at each level (its /metrics read before and
+// after the level, the level JSON's "server" key), beside the client's count. Levels without
+// a reading (a server with no /metrics, a sweep from before bench read it) are left out.
+void addServerCounts(Document& doc, const std::vector<bench::StoredBenchmark>& benches,
+                     const std::vector<std::string>& refs) {
+  Table t;
+  t.header = {"Venue / method", "Concurrency", "Output tokens (client)", "Generated (server)", "Agree",
+              "Decode rows per step", "ms per step"};
+  size_t without = 0;
+  for (size_t i = 0; i < benches.size(); ++i) {
+    for (const auto& l : benches[i].levels) {
+      const auto level = nlohmann::json::parse(l.resultJson, nullptr, false);
+      const auto server = level.is_object() ? level.value("server", nlohmann::json()) : nlohmann::json();
+      if (!server.is_object() || !server.value("generated_tokens", nlohmann::json()).is_number()) {
+        ++without;
+        continue;
+      }
+      const auto client = level.value("total_output_tokens", nlohmann::json());
+      const double generated = server["generated_tokens"].get<double>();
+      std::string agree = "—";
+      if (client.is_number()) {
+        const double diff = generated - client.get<double>();
+        agree = diff == 0 ? "yes" : (diff > 0 ? "server +" : "server −") + fixedText(std::fabs(diff), 0);
+      }
+      const auto number = [&](const char* key, int decimals) {
+        const auto v = server.value(key, nlohmann::json());
+        return v.is_number() ? fixedText(v.get<double>(), decimals) : std::string("—");
+      };
+      t.rows.push_back({benches[i].header.label, std::to_string(l.concurrency),
+                        client.is_number() ? fixedText(client.get<double>(), 0) : "—", fixedText(generated, 0),
+                        agree, number("decode_rows_per_step", 1), number("decode_step_ms", 2)});
+      t.refs.push_back(refs[i]);
+    }
+  }
+  if (t.rows.empty()) return;
+  doc.heading("What the server counted", 3);
+  doc.table(std::move(t));
+  doc.paragraph("From the server's /metrics, read before and after each level (vLLM's "
+                "vllm:generation_tokens_total; decode steps from crosslab's own counters, which vLLM does not "
+                "export). The counts part when another client shares the server during a level, or when the "
+                "client loses tokens." +
+                (without ? " " + std::to_string(without) + " level(s) have no server reading." : std::string()));
+}
+
+}  // namespace
+
 void addServing(SectionContext& ctx) {
   auto& doc = ctx.doc;
   doc.heading("Serving");
@@ -227,6 +275,7 @@ void addServing(SectionContext& ctx) {
   chart.yLabel = "aggregate tok/s";
   chart.logX = true;
   int color = 0;
+  std::vector<std::string> refs;  // per sweep, its appendix key
   for (const auto& b : benches) {
     std::vector<std::string> row = {b.header.label};
     for (int c : levels) {
@@ -256,6 +305,7 @@ void addServing(SectionContext& ctx) {
     }
     summary.rows.push_back({b.header.label, b.header.model, oneStream, best, usd, notes});
     summary.refs.push_back(ref);
+    refs.push_back(ref);
     ChartSeries s{b.header.label, {}, color++, false, true};
     for (const auto& l : b.levels)
       if (l.completed > 0) s.points.emplace_back(l.concurrency, l.outputThroughput);
@@ -267,6 +317,7 @@ void addServing(SectionContext& ctx) {
                 "per-stream decode rate at concurrency 1; $/M output tokens at the best aggregate and the sweep's "
                 "price per hour.");
   doc.chart(std::move(chart), "charts/serving-throughput.svg");
+  addServerCounts(doc, benches, refs);
 }
 
 }  // namespace crosslab::report

@@ -167,6 +167,16 @@ class TestReport : public QObject {
       l.outputThroughput = agg;
       l.perStreamTokS = per;
       l.usdPerMOutputTokens = usd;
+      // The server's own count (its /metrics): at 64 another client's 40 tokens were counted too.
+      l.totalOutputTokens = 100 * c;
+      bench::ServerReading server;
+      server.generatedTokens = 100.0 * c + (c == 64 ? 40 : 0);
+      if (c > 1) {
+        server.decodeSteps = 100;
+        server.decodeRows = 100.0 * c * 0.9;
+        server.decodeStepSeconds = 0.0125 * c;
+      }
+      l.server = server;
       bs.saveLevel(b1, l);
     }
     bs.end(b1);
@@ -247,6 +257,13 @@ class TestReport : public QObject {
     EXPECT_IN(md, "| spark runtime LoRA eager | 3.2 | 12.1 agg | collapse |  | [S2](#ref-S2) |");  // not "0.0 agg"
     EXPECT_IN(md, "| BOX-1 vllm merged | llama-70b | 25.7 | 1182.0 (c=64) | $1.41 |  | [S1](#ref-S1) |");
     EXPECT_IN(md, "| spark runtime LoRA eager | llama-70b | 3.2 | 12.1 (c=4) | — | per-stream 0.7 tok/s < 0.25 x 1-stream | [S2](#ref-S2) |");
+    // The server's count beside the client's, level by level; the sweep without readings is named.
+    EXPECT_IN(md, "| Venue / method | Concurrency | Output tokens (client) | Generated (server) | Agree | Decode rows per step | ms per step | rows |");
+    EXPECT_IN(md, "| BOX-1 vllm merged | 1 | 100 | 100 | yes | — | — | [S1](#ref-S1) |");
+    EXPECT_IN(md, "| BOX-1 vllm merged | 8 | 800 | 800 | yes | 7.2 | 1.00 | [S1](#ref-S1) |");
+    EXPECT_IN(md, "| BOX-1 vllm merged | 64 | 6400 | 6440 | server +40 | 57.6 | 8.00 | [S1](#ref-S1) |");
+    EXPECT_IN(md, "3 level(s) have no server reading.");
+    QVERIFY(!has(md, "| spark runtime LoRA eager | 1 |"));
     // Quality: format, the gate, quote fidelity with fabricated counts.
     EXPECT_IN(md, "| Model | Format valid | Accepted (gate:strict) | Quote fidelity (mechanical) | rows |");
     EXPECT_IN(md, "| 8b-amd | 100% (30/30) | 33% (10/30) | 99% of quotes in context (1 fabricated of 90) | [Q2](#ref-Q2) |");
