@@ -81,6 +81,12 @@ class TestJourneyReadTheLedgerAndExportTheReport : public QObject {
     QVERIFY(text.contains("| BOX-2, life 1 | 2x MI300X @ $5.98/h, 60 min minimum"));
     QVERIFY(text.contains("| demo-lora |"));  // the demo's training run in the training table
     QVERIFY(text.contains("70B pull re-done on the third life"));
+    // The demo's sweeps ran against a real server: its own count of each level beside the
+    // client's (at c=16, 32 requests of 16 tokens: 512), and they agree.
+    QVERIFY(text.contains("### What the server counted"));
+    QVERIFY2(text.contains("| demo-lora merged · local crosslab-cli serve, f32, 1 thread | 16 | 512 | 512 | yes |"),
+             text.constData());
+    QVERIFY(text.contains("| demo-lora runtime LoRA · local crosslab-cli serve, f32, 1 thread | 16 | 512 | 512 | yes |"));
 
     window.reset();
     QCOMPARE(integrityCheck(lab.path()), QString("ok"));
