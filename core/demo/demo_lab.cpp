@@ -158,6 +158,7 @@ DemoLabReport runDemoLab(const fs::path& path, const DemoLabOptions& o) {
     if (o.quick) {
       req.inputWords = 16;
       req.outputTokens = 16;
+      req.secondsPerLevel = 0;
     }
     phase(r, o, "benchmark", [&] { o.benchmark(req); });
   }
