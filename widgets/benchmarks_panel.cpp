@@ -117,8 +117,14 @@ BenchmarksPanel::BenchmarksPanel(backends::LabSession* session, QWidget* parent)
   });
   connect(metrics_, &backends::ServerMetricsPoller::sweepRead, this,
           [this](bool ok, const bench::ServerReading& r, const QString& why) {
-            serverLabel_->setText(ok ? tr("Server, over the sweep: %1")
-                                           .arg(QString::fromStdString(bench::describeSweep(r, clientOutputTokens_)))
+            // The poller's first read came before the warm-up: the server's count includes it.
+            const QString warm =
+                sweepWarmup_ == 0 ? QString()
+                : sweepWarmup_ == 1
+                    ? tr(" (the server's count includes the warm-up request; the client's does not)")
+                    : tr(" (the server's count includes the %1 warm-up requests; the client's does not)").arg(sweepWarmup_);
+            serverLabel_->setText(ok ? tr("Server, over the sweep: %1%2")
+                                           .arg(QString::fromStdString(bench::describeSweep(r, clientOutputTokens_)), warm)
                                      : tr("Server: its counters after the sweep could not be read (%1).").arg(why));
           });
   connect(server_, &backends::LocalServeProcess::logLine, this,
@@ -209,6 +215,13 @@ QWidget* BenchmarksPanel::buildForm() {
   numPrompts_->setObjectName("numPrompts");
   numPrompts_->setRange(0, 100000);
   numPrompts_->setSpecialValueText(tr("auto (2 × concurrency, ≥ 8)"));
+  warmup_ = new QSpinBox(box);
+  warmup_->setObjectName("warmup");
+  warmup_->setRange(0, 100000);
+  warmup_->setSpecialValueText(tr("none"));
+  warmup_->setToolTip(tr("Requests sent before the first level, at once up to the widest level, and not measured "
+                         "(bench --warmup, vLLM's --num-warmups): a fresh server's first requests and the first "
+                         "writes of its KV rows are then in none of the levels"));
   outputLen_ = new QSpinBox(box);
   outputLen_->setObjectName("outputLen");
   outputLen_->setRange(1, 1000000);
@@ -233,6 +246,7 @@ QWidget* BenchmarksPanel::buildForm() {
   form->addRow(tr("API"), endpoint_);
   form->addRow(tr("Concurrency levels"), levels_);
   form->addRow(tr("Requests per level"), numPrompts_);
+  form->addRow(tr("Warm-up requests"), warmup_);
   form->addRow(tr("Output tokens"), outputLen_);
   form->addRow(tr("Price"), price_);
   form->addRow(tr("Label"), label_);
@@ -489,6 +503,7 @@ QStringList BenchmarksPanel::sweepArgs() const {
                 endpoint_->currentText(), "--concurrency", levels_->text().remove(' '), "--output-len",
                 QString::number(outputLen_->value())};
   if (numPrompts_->value() > 0) a << "--num-prompts" << QString::number(numPrompts_->value());
+  if (warmup_->value() > 0) a << "--warmup" << QString::number(warmup_->value());
   if (price_->value() > 0) a << "--price-per-hour" << QString::number(price_->value());
   if (!label_->text().trimmed().isEmpty()) a << "--label" << label_->text().trimmed();
   if (session_->isOpen()) a << "--lab" << session_->path();
@@ -574,6 +589,7 @@ void BenchmarksPanel::startSweep() {
   sweepOnLocal_ = localEndpoint();
   sweepOnBox_ = boxEndpoint();
   clientOutputTokens_ = 0;
+  sweepWarmup_ = warmup_->value();
   runButton_->setEnabled(false);
   stopButton_->setEnabled(true);
   // The server's counters first: what it did over the sweep is then the difference between
@@ -585,6 +601,11 @@ void BenchmarksPanel::startSweep() {
 }
 
 void BenchmarksPanel::launchBench() {
+  if (sweepWarmup_ > 0) {  // bench says nothing until its first level: say what it does meanwhile
+    progress_->setRange(0, 0);
+    levelLabel_->setText(sweepWarmup_ == 1 ? tr("warming up: 1 request, not measured…")
+                                           : tr("warming up: %1 requests, not measured…").arg(sweepWarmup_));
+  }
   process_->start(sweepArgs());
   updateEndpointUi();
 }

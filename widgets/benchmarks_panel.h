@@ -122,7 +122,7 @@ class BenchmarksPanel : public QWidget {
   QString autoModel_;           // the Model field's text when the panel filled it from a ticked adapter
   QString typedUrl_;            // the URL field's text while the local server is shown
   bool shownLocal_ = false;     // the lab's models/demo-base the field was filled with
-  QSpinBox *numPrompts_, *outputLen_;
+  QSpinBox *numPrompts_, *warmup_, *outputLen_;
   QDoubleSpinBox* price_;
   QPushButton *runButton_, *stopButton_;
   QProgressBar* progress_;
@@ -131,6 +131,7 @@ class BenchmarksPanel : public QWidget {
   backends::ServerMetricsPoller* metrics_;
   bool metricsPending_ = false;     // Run: the server's counters are being read before the sweep
   long long clientOutputTokens_ = 0;  // the sweep's output tokens as the client counted them
+  int sweepWarmup_ = 0;               // the sweep's warm-up requests (counted by the server only)
   BenchLiveChart* live_;
   BenchResultsModel* results_;
   QTableView* table_;

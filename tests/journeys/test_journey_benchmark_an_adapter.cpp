@@ -150,6 +150,11 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     QVERIFY(waitUntil([&] { return results->rowCount() == before; }, "the lab's sweeps in the table"));
     QVERIFY(typeInto(waitFor<QLineEdit>(panel, "levels"), "1,4"));
     QVERIFY(typeIntoSpin(panel->findChild<QSpinBox*>("numPrompts"), 8));
+    // Four requests first, not measured (none by default, as vLLM's bench).
+    auto* warmup = panel->findChild<QSpinBox*>("warmup");
+    QVERIFY(warmup);
+    QCOMPARE(warmup->text(), QString("none"));
+    QVERIFY(typeIntoSpin(warmup, 4));
     QVERIFY(typeIntoSpin(panel->findChild<QSpinBox*>("outputLen"), 48));
     QVERIFY(typeInto(waitFor<QLineEdit>(panel, "label"), "demo runtime LoRA"));
     // Four tokens per write after each stream's first: the server is started with it.
@@ -201,18 +206,26 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
                                   "JOIN benchmarks b ON b.id = l.benchmark_id WHERE b.label = 'demo runtime LoRA' "
                                   "ORDER BY l.concurrency"),
              (QStringList{"1 8 0 384", "4 8 0 384"}));
+    // The sweep ran bench with the warm-up; the lab records the command.
+    QVERIFY(labQuery(lab.path(), "SELECT command FROM benchmarks WHERE label = 'demo runtime LoRA'")
+                .value(0)
+                .contains(" --warmup 4"));
     // The server's own count, from its /metrics read before the first request and after the
-    // sweep, beside the client's: both 768; its decode steps ran 1 to 4 rows (levels 1 and 4).
+    // sweep, beside the client's: the client's 768 and the warm-up's 4 x 48 = 960 at the server,
+    // which the label says; its decode steps ran 1 to 4 rows (levels 1 and 4).
     auto* server = panel->findChild<QLabel*>("serverLabel");
     QVERIFY(server);
     QVERIFY(waitUntil([&] { return server->text().startsWith("Server, over the sweep: "); },
                       "the server's reading after the sweep"));
-    QVERIFY2(server->text().contains("768 tokens generated (the client counted 768)"), qPrintable(server->text()));
-    const auto steps = QRegularExpression(R"(decode steps of ([0-9.]+) rows, [0-9.]+ ms each; now 0 running, 0 waiting$)")
+    QVERIFY2(server->text().contains("960 tokens generated (the client counted 768)") &&
+                 server->text().endsWith(" (the server's count includes the 4 warm-up requests; the client's does not)"),
+             qPrintable(server->text()));
+    const auto steps = QRegularExpression(R"(decode steps of ([0-9.]+) rows, [0-9.]+ ms each; now 0 running, 0 waiting \()")
                            .match(server->text());
     QVERIFY2(steps.hasMatch() && steps.captured(1).toDouble() >= 1.0 && steps.captured(1).toDouble() <= 4.0,
              qPrintable(server->text()));
-    // Each level's own server reading, recorded with the sweep, in its cell's tooltip.
+    // Each level's own server reading, recorded with the sweep (bench read it after the warm-up),
+    // in its cell's tooltip: 384 by both counts.
     auto* table = waitFor<QTableView>(panel, "resultsTable");
     int c4 = -1;
     for (int c = 0; c < results->columnCount(); ++c)
@@ -239,7 +252,9 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
     QVERIFY(scrollAndClick(scroll, panel->findChild<QPushButton*>("runButton")));
     QVERIFY(waitUntil([&] { return finished.count() == 2; }, "the failing sweep to end", kTrainWaitMs));
     QVERIFY(finished.last().first().toInt() != 0);
-    QVERIFY2(panel->status().startsWith("Sweep failed:") && panel->status().contains("404"), qPrintable(panel->status()));
+    // The warm-up (still 4) is where it failed, and the status says so.
+    QVERIFY2(panel->status().startsWith("Sweep failed: crosslab-cli bench: warm-up: every request failed: HTTP 404"),
+             qPrintable(panel->status()));
     QCOMPARE(panel->findChild<QLabel*>("levelLabel")->text(), QString("failed"));
     // Every request was refused: the server generated nothing, and says so.
     QVERIFY(waitUntil([&] { return server->text().startsWith("Server, over the sweep: "); },
