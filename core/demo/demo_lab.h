@@ -36,8 +36,7 @@ struct BenchmarkRequest {
   int inputWords = 32, outputTokens = 64;
   // Each level measured for this long (bench --duration); 0: by request count (bench's default,
   // max(8, 2 x concurrency)), as the quick demo does so that its counts are fixed. A count of 8
-  // requests of 64 tokens is ~60 ms at one stream: this VM's hiccups alone turned the 16-stream
-  // level below the 4-stream one in some full demos.
+  // requests of 64 tokens is ~60 ms at one stream, short enough for one hiccup of a VM to move it.
   int secondsPerLevel = 1;
   int threads = 1;  // the demo's thread count
 };
