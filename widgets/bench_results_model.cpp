@@ -1,10 +1,12 @@
 #include "widgets/bench_results_model.h"
 
 #include <QColor>
-#include <QJsonDocument>
+#include <QJsonArray>
 #include <QJsonObject>
 #include <algorithm>
 #include <set>
+
+#include "core/bench/server_metrics.h"
 
 namespace crosslab::widgets {
 
@@ -102,16 +104,15 @@ namespace {
 // What the server itself counted over a level (the sweep's "server" key, from its /metrics:
 // core/bench/server_metrics.h); empty when the level has none.
 QString serverTip(const bench::StoredLevel& l) {
-  const QJsonObject level = QJsonDocument::fromJson(QByteArray::fromStdString(l.resultJson)).object();
-  const QJsonObject server = level.value("server").toObject();
-  if (!server.value("generated_tokens").isDouble()) return {};
+  const auto count = bench::storedServerCount(l.resultJson);
+  if (!count) return {};
   QString tip = QObject::tr("The server counted %1 tokens generated (the client %2)")
-                    .arg(server.value("generated_tokens").toDouble(), 0, 'f', 0)
-                    .arg(level.value("total_output_tokens").toInteger());
-  if (server.value("decode_rows_per_step").isDouble()) {
-    tip += QObject::tr("; decode steps of %1 rows").arg(server.value("decode_rows_per_step").toDouble(), 0, 'f', 1);
-    if (server.value("decode_step_ms").isDouble())
-      tip += QObject::tr(", %1 ms each").arg(server.value("decode_step_ms").toDouble(), 0, 'f', 2);
+                    .arg(count->generatedTokens, 0, 'f', 0)
+                    .arg(count->clientOutputTokens ? QString::number(*count->clientOutputTokens, 'f', 0)
+                                                   : QObject::tr("did not say"));
+  if (count->decodeRowsPerStep) {
+    tip += QObject::tr("; decode steps of %1 rows").arg(*count->decodeRowsPerStep, 0, 'f', 1);
+    if (count->decodeStepMs) tip += QObject::tr(", %1 ms each").arg(*count->decodeStepMs, 0, 'f', 2);
   }
   return tip;
 }

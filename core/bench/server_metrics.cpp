@@ -178,6 +178,25 @@ nlohmann::json serverReadingToJson(const ServerReading& r) {
           {"kv_cache_usage_after", val(r.kvUsage)}};
 }
 
+std::optional<StoredServerCount> storedServerCount(std::string_view levelJson) {
+  const auto level = nlohmann::json::parse(levelJson, nullptr, false);
+  if (!level.is_object()) return std::nullopt;
+  const auto server = level.value("server", nlohmann::json());
+  if (!server.is_object()) return std::nullopt;
+  const auto number = [](const nlohmann::json& j, const char* key) {
+    const auto v = j.value(key, nlohmann::json());
+    return v.is_number() ? std::optional<double>(v.get<double>()) : std::nullopt;
+  };
+  const auto generated = number(server, "generated_tokens");
+  if (!generated) return std::nullopt;
+  StoredServerCount c;
+  c.generatedTokens = *generated;
+  c.clientOutputTokens = number(level, "total_output_tokens");
+  c.decodeRowsPerStep = number(server, "decode_rows_per_step");
+  c.decodeStepMs = number(server, "decode_step_ms");
+  return c;
+}
+
 std::string describeLive(const ServerReading& r) {
   std::string s;
   if (r.generatedTokens && r.seconds > 0) s = fmt(0, *r.generatedTokens / r.seconds) + " tok/s generated, ";

@@ -49,6 +49,22 @@ ServerReading serverReading(const MetricsSnapshot& before, const MetricsSnapshot
 // level (running_after, waiting_after, kv_cache_usage_after); null where the server does not say.
 nlohmann::json serverReadingToJson(const ServerReading& r);
 
+// A level's stored reading read back: its result JSON's "server" key (serverReadingToJson's) and
+// the client's count of output tokens ("total_output_tokens") beside it. The report's table and
+// the Benchmarks panel's tooltips both read levels through this.
+struct StoredServerCount {
+  double generatedTokens = 0;
+  std::optional<double> clientOutputTokens;
+  std::optional<double> decodeRowsPerStep, decodeStepMs;
+  // generated − client; empty when the client's count is not stored
+  std::optional<double> serverMinusClient() const {
+    return clientOutputTokens ? std::optional<double>(generatedTokens - *clientOutputTokens) : std::nullopt;
+  }
+};
+// nullopt when the level has no reading: no "server" key or no generated_tokens in it (a server
+// without /metrics, a sweep recorded before bench read them), or JSON that does not parse.
+std::optional<StoredServerCount> storedServerCount(std::string_view levelJson);
+
 // One line for a reading taken while a sweep runs, e.g.
 //   "34572 tok/s generated, 31 running, 0 waiting, KV cache 97% in use; decode steps of 31.9
 //    rows, 0.85 ms each"

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "core/bench/bench_store.h"
+#include "core/bench/server_metrics.h"
 #include "core/ledger/lab_ledger.h"
 #include "core/report/report_sections.h"
 #include "core/store/lab_store.h"
@@ -218,26 +219,20 @@ void addServerCounts(Document& doc, const std::vector<bench::StoredBenchmark>& b
   size_t without = 0;
   for (size_t i = 0; i < benches.size(); ++i) {
     for (const auto& l : benches[i].levels) {
-      const auto level = nlohmann::json::parse(l.resultJson, nullptr, false);
-      const auto server = level.is_object() ? level.value("server", nlohmann::json()) : nlohmann::json();
-      if (!server.is_object() || !server.value("generated_tokens", nlohmann::json()).is_number()) {
+      const auto count = bench::storedServerCount(l.resultJson);
+      if (!count) {
         ++without;
         continue;
       }
-      const auto client = level.value("total_output_tokens", nlohmann::json());
-      const double generated = server["generated_tokens"].get<double>();
       std::string agree = "—";
-      if (client.is_number()) {
-        const double diff = generated - client.get<double>();
-        agree = diff == 0 ? "yes" : (diff > 0 ? "server +" : "server −") + fixedText(std::fabs(diff), 0);
-      }
-      const auto number = [&](const char* key, int decimals) {
-        const auto v = server.value(key, nlohmann::json());
-        return v.is_number() ? fixedText(v.get<double>(), decimals) : std::string("—");
+      if (const auto diff = count->serverMinusClient())
+        agree = *diff == 0 ? "yes" : (*diff > 0 ? "server +" : "server −") + fixedText(std::fabs(*diff), 0);
+      const auto number = [](const std::optional<double>& v, int decimals) {
+        return v ? fixedText(*v, decimals) : std::string("—");
       };
-      t.rows.push_back({benches[i].header.label, std::to_string(l.concurrency),
-                        client.is_number() ? fixedText(client.get<double>(), 0) : "—", fixedText(generated, 0),
-                        agree, number("decode_rows_per_step", 1), number("decode_step_ms", 2)});
+      t.rows.push_back({benches[i].header.label, std::to_string(l.concurrency), number(count->clientOutputTokens, 0),
+                        fixedText(count->generatedTokens, 0), agree, number(count->decodeRowsPerStep, 1),
+                        number(count->decodeStepMs, 2)});
       t.refs.push_back(refs[i]);
     }
   }

@@ -1,8 +1,11 @@
 // The Benchmarks panel's reader of a server's Prometheus /metrics (core/bench/server_metrics.h):
 // vLLM's exposition as its server writes it (two engines, histograms, _created samples, labels
 // holding commas and braces), the names older vLLMs used, what two snapshots say, and text that
-// is not Prometheus's format refused with the line that is wrong.
+// is not Prometheus's format refused with the line that is wrong; a level's stored reading read
+// back.
 #include <QtTest>
+
+#include <nlohmann/json.hpp>
 
 #include "core/bench/server_metrics.h"
 
@@ -128,6 +131,34 @@ class TestServerMetrics : public QObject {
     std::string error;
     const auto empty = parsePrometheusText("", &error);  // a server with no metrics yet: an empty scrape
     QVERIFY(empty && empty->values.empty());
+  }
+
+  // A level's reading as bench stores it (serverReadingToJson under "server", the client's
+  // count beside it), read back the one way the report and the panel read it; a level without
+  // one, or JSON that does not parse, has none rather than a half-read one.
+  void readsAStoredLevelBack() {
+    ServerReading r;
+    r.generatedTokens = 808;
+    r.decodeSteps = 100;
+    r.decodeRows = 310;
+    r.decodeStepSeconds = 0.085;
+    nlohmann::json level = {{"max_concurrency", 4}, {"total_output_tokens", 768}, {"server", serverReadingToJson(r)}};
+    const auto c = storedServerCount(level.dump());
+    QVERIFY(c);
+    QCOMPARE(c->generatedTokens, 808.0);
+    QCOMPARE(*c->clientOutputTokens, 768.0);
+    QCOMPARE(*c->serverMinusClient(), 40.0);
+    QCOMPARE(*c->decodeRowsPerStep, 3.1);
+    QCOMPARE(*c->decodeStepMs, 0.85);
+    // vLLM: no decode counters, so those stay empty; a client count that was not stored.
+    r.decodeSteps.reset();
+    level = {{"server", serverReadingToJson(r)}};
+    const auto v = storedServerCount(level.dump());
+    QVERIFY(v && !v->decodeRowsPerStep && !v->decodeStepMs && !v->clientOutputTokens && !v->serverMinusClient());
+    for (const char* none : {"{\"total_output_tokens\": 768}", "{\"server\": null}", "{\"server\": {\"generated_tokens\": null}}",
+                             "{\"server\": {\"generated_tokens\": \"808\"}}", "{\"server\": {\"generated_tokens\": 8",
+                             "[]", ""})
+      QVERIFY2(!storedServerCount(none), none);
   }
 };
 
