@@ -590,13 +590,14 @@ void BenchmarksPanel::startSweep() {
   sweepOnBox_ = boxEndpoint();
   clientOutputTokens_ = 0;
   sweepWarmup_ = warmup_->value();
+  sweepArgs_ = sweepArgs();
   runButton_->setEnabled(false);
   stopButton_->setEnabled(true);
   // The server's counters first: what it did over the sweep is then the difference between
   // that read and the one after the sweep (a server with no /metrics is asked once).
   metricsPending_ = true;
   serverLabel_->setText(tr("Server: reading its /metrics …"));
-  metrics_->start(sweepArgs().value(1));
+  metrics_->start(sweepArgs_.value(1));
   updateEndpointUi();
 }
 
@@ -606,7 +607,7 @@ void BenchmarksPanel::launchBench() {
     levelLabel_->setText(sweepWarmup_ == 1 ? tr("warming up: 1 request, not measured…")
                                            : tr("warming up: %1 requests, not measured…").arg(sweepWarmup_));
   }
-  process_->start(sweepArgs());
+  process_->start(sweepArgs_);
   updateEndpointUi();
 }
 

@@ -132,6 +132,9 @@ class BenchmarksPanel : public QWidget {
   bool metricsPending_ = false;     // Run: the server's counters are being read before the sweep
   long long clientOutputTokens_ = 0;  // the sweep's output tokens as the client counted them
   int sweepWarmup_ = 0;               // the sweep's warm-up requests (counted by the server only)
+  // bench's arguments as the form stood when Run was clicked: the sweep starts after the server's
+  // counters are read, and what was typed meanwhile belongs to the next sweep
+  QStringList sweepArgs_;
   BenchLiveChart* live_;
   BenchResultsModel* results_;
   QTableView* table_;

@@ -172,6 +172,7 @@ void ThroughputSweep::warmUp(StreamClient& client, const std::atomic<bool>* stop
   const int widest = *std::max_element(options_.levels.begin(), options_.levels.end());
   const auto run = client.runLevel(planFor(std::min(options_.warmup, widest), options_.warmup, 1),
                                    nullptr, stop);
+  if (!run.abortReason.empty()) return;  // stopped meanwhile: the caller ends the sweep as stopped
   const bool anyOk = std::any_of(run.records.begin(), run.records.end(), [](const auto& r) { return r.success; });
   if (!anyOk && !run.records.empty())
     throw std::runtime_error("warm-up: every request failed: " + run.records.front().error);
@@ -188,6 +189,10 @@ SweepResult ThroughputSweep::run(SweepListener* listener, const std::atomic<bool
   StreamClient client(cc);
   warmUp(client, stop);
   SweepResult result;
+  if (stop && stop->load()) {  // during the warm-up: nothing was measured, nothing failed
+    result.stoppedReason = "stopped by the user during the warm-up";
+    return result;
+  }
   // The server's counters before the first level (after the warm-up); each level's reading is
   // the difference to the read after it, which starts the next one.
   std::optional<bench::MetricsSnapshot> counters;

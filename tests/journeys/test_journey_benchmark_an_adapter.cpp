@@ -555,6 +555,59 @@ class TestJourneyBenchmarkAnAdapter : public QObject {
              QStringList{"done 2"});
   }
 
+  // A warm-up the server never answers: while it runs the panel says so, with a busy bar (bench
+  // reports nothing before its first level); what the user types after clicking Run, before the
+  // panel has heard back from the server's /metrics, is for the next sweep, not this one; Stop
+  // ends the sweep in its warm-up, and the lab keeps it, with no level measured.
+  void aWarmUpShowsAndStops() {
+    DemoLab lab;
+    QVERIFY(lab.ok());
+    backends::StandinConfig cfg;
+    cfg.faults = {{backends::StandinFault::Kind::NeverAnswer}};
+    backends::StandinServer standin(cfg);
+    standin.start();
+    auto window = std::make_unique<widgets::MainWindow>();
+    auto* panel = openBenchmarks(window.get(), lab.path());
+    QVERIFY(panel);
+    auto* scroll = panel->findChild<QScrollArea*>();
+    QVERIFY(chooseInCombo(waitFor<QComboBox>(panel, "endpointKind"), "URL"));
+    QVERIFY(typeInto(waitFor<QLineEdit>(panel, "url"), QString::fromStdString(standin.baseUrl())));
+    QVERIFY(typeInto(waitFor<QLineEdit>(panel, "model"), "standin"));
+    auto* levels = waitFor<QLineEdit>(panel, "levels");
+    QVERIFY(typeInto(levels, "1,2"));
+    auto* warmup = panel->findChild<QSpinBox*>("warmup");
+    QVERIFY(typeIntoSpin(warmup, 3));
+    QVERIFY(typeInto(waitFor<QLineEdit>(panel, "label"), "never warmed"));
+    QSignalSpy finished(panel, &widgets::BenchmarksPanel::sweepFinished);
+    QVERIFY(scrollAndClick(scroll, panel->findChild<QPushButton*>("runButton")));
+    QVERIFY(typeInto(levels, "8"));
+    QVERIFY(typeIntoSpin(warmup, 0));
+    auto* levelLabel = panel->findChild<QLabel*>("levelLabel");
+    auto* progress = panel->findChild<QProgressBar*>("progress");
+    QVERIFY(waitUntil([&] { return levelLabel->text() == "warming up: 3 requests, not measured…"; },
+                      "the panel to say it is warming up"));
+    QCOMPARE(progress->minimum(), 0);
+    QCOMPARE(progress->maximum(), 0);  // busy: no share of the sweep is done
+    QVERIFY(!panel->findChild<QPushButton*>("runButton")->isEnabled());
+    // The sweep that runs is the one clicked: its row in the lab (bench writes it as it starts).
+    QVERIFY(waitUntil([&] { return !labQuery(lab.path(), "SELECT command FROM benchmarks WHERE label = 'never warmed'")
+                                        .isEmpty(); },
+                      "the sweep's row in the lab"));
+    const QString command = labQuery(lab.path(), "SELECT command FROM benchmarks WHERE label = 'never warmed'").value(0);
+    QVERIFY2(command.contains(" --concurrency 1,2 ") && command.contains(" --warmup 3"), qPrintable(command));
+    QVERIFY(scrollAndClick(scroll, panel->findChild<QPushButton*>("stopButton")));
+    QVERIFY(waitUntil([&] { return finished.count() == 1; }, "the sweep to stop"));
+    QVERIFY2(panel->status().contains("topped"), qPrintable(panel->status()));
+    QVERIFY2(!levelLabel->text().startsWith("warming up"), qPrintable(levelLabel->text()));
+    QCOMPARE(integrityCheck(lab.path()), QString("ok"));
+    // Stopped, not failed (its warm-up requests were cut off by the stop, not refused).
+    QCOMPARE(labQuery(lab.path(), "SELECT status || ' ' || (SELECT count(*) FROM benchmark_levels WHERE benchmark_id "
+                                  "= b.id) || ' ' || error FROM benchmarks b WHERE label = 'never warmed'"),
+             QStringList{"stopped 0 stopped by the user during the warm-up"});
+    QVERIFY(chooseMenu(window.get(), "Lab", "Quit"));
+    QVERIFY(waitUntil([&] { return !window->isVisible(); }, "the window to close"));
+  }
+
   // A level the live check stops (the stand-in slows every stream to 5 tok/s past one stream)
   // completes nothing: the table says "collapse" in its cell, not a rate of 0.0, and the best
   // aggregate stays at c=1; the lab keeps the level for its collapse with nothing completed.
