@@ -22,6 +22,7 @@
 #include <spdlog/spdlog.h>
 
 #include <algorithm>
+#include <utility>
 
 #include "backends/bench/bench_process.h"
 #include "backends/bench/server_metrics_poller.h"
@@ -583,6 +584,7 @@ void BenchmarksPanel::startSweep() {
   live_->clear();
   charts_->setCurrentWidget(live_);
   levelIndex_ = 0;
+  warmingUp_ = false;
   timeOffset_ = lastT_ = 0;
   resetProgress(tr("starting sweep…"));
   setStatus(session_->isOpen() ? tr("Running…") : tr("Running — no lab is open, so results are not recorded."));
@@ -602,7 +604,8 @@ void BenchmarksPanel::startSweep() {
 }
 
 void BenchmarksPanel::launchBench() {
-  if (sweepWarmup_ > 0) {  // bench says nothing until its first level: say what it does meanwhile
+  warmingUp_ = sweepWarmup_ > 0;
+  if (warmingUp_) {  // bench says nothing until its first level: say what it does meanwhile
     progress_->setRange(0, 0);
     levelLabel_->setText(sweepWarmup_ == 1 ? tr("warming up: 1 request, not measured…")
                                            : tr("warming up: %1 requests, not measured…").arg(sweepWarmup_));
@@ -630,6 +633,7 @@ bool BenchmarksPanel::isRunning() const { return process_->isRunning() || metric
 void BenchmarksPanel::onLevelStarted(int concurrency, int planned) {
   timeOffset_ = lastT_;  // levels follow each other on one time axis
   ++levelIndex_;
+  warmingUp_ = false;
   const int total = static_cast<int>(levels_->text().split(',', Qt::SkipEmptyParts).size());
   levelLabel_->setText(tr("level c=%1 (%2 of %3)").arg(concurrency).arg(levelIndex_).arg(total));
   progress_->setRange(0, std::max(planned, 1));
@@ -646,11 +650,13 @@ void BenchmarksPanel::resetProgress(const QString& label) {
 
 void BenchmarksPanel::onFinished(int exitCode, const QString& error, bool stopped) {
   metrics_->finish();  // the server's counters once more: serverLabel_ then says what it did
+  const bool inWarmUp = std::exchange(warmingUp_, false);
   runButton_->setEnabled(true);
   stopButton_->setEnabled(false);
   if (stopped) {
     resetProgress(tr("stopped"));
-    setStatus(tr("Stopped; finished levels are kept."));
+    setStatus(inWarmUp ? tr("Stopped during the warm-up; nothing was measured.")
+                       : tr("Stopped; finished levels are kept."));
   } else if (exitCode != 0) {
     resetProgress(tr("failed"));
     setStatus(tr("Sweep failed: %1").arg(error));

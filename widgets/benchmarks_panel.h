@@ -142,6 +142,7 @@ class BenchmarksPanel : public QWidget {
   QChartView* compare_;
   QBarSeries* bars_;
   int levelIndex_ = 0;
+  bool warmingUp_ = false;  // bench runs the sweep's warm-up (started, no level yet)
   double timeOffset_ = 0, lastT_ = 0;
   std::set<std::int64_t> knownBenchmarks_;  // the benchmarks the table showed at its last reload
   bool labOpened_ = true;                   // the next reload is this lab's first: nothing to keep
