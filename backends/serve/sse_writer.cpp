@@ -101,6 +101,7 @@ bool SseWriter::work(std::unique_lock<std::mutex>& lk, int role) {
   using Clock = std::chrono::steady_clock;
   const auto since = Clock::now();
   std::vector<std::shared_ptr<SseStream>> pass;
+  bool idle = streams_.empty();  // no streams (left after the last pass): the neighbours' count paused
   // Slow: over kSlowWrite less the wait for a core meanwhile (a full socket, not a preemption).
   const util::RunQueueWait runQueue;
   std::chrono::nanoseconds waitedMark{0};
@@ -116,6 +117,7 @@ bool SseWriter::work(std::unique_lock<std::mutex>& lk, int role) {
   size_t longWaitCount = 0;
   bool starved = false;
   writer_thread::NeighbourLoad neighbours;
+  if (low && idle) neighbours.pause();
   Clock::time_point lastPass{};
   Clock::duration gap = Clock::duration::max();
   for (;;) {
@@ -131,8 +133,13 @@ bool SseWriter::work(std::unique_lock<std::mutex>& lk, int role) {
     const auto now = Clock::now();
     gap = lastPass == Clock::time_point{} ? Clock::duration::max() : now - lastPass;
     lastPass = now;
+    // The other processes' CPU counts while there are streams to write (NeighbourLoad).
+    const bool resumed = idle && !streams_.empty(), paused = !idle && streams_.empty();
+    idle = streams_.empty();
     pass = streams_;
     lk.unlock();
+    if (low && resumed) neighbours.resume();
+    if (low && paused) neighbours.pause();
     const auto waitedNow = low ? runQueue.waited() : waitedAtPass;
     if (waitedNow - waitedAtPass > writer_thread::kStarved) {
       longWaits[longWaitCount++ % longWaits.size()] = now;
@@ -178,6 +185,14 @@ bool SseWriter::work(std::unique_lock<std::mutex>& lk, int role) {
                                     [](const auto& s) { return s->state != SseStream::State::Open; }),
                      streams_.end());
       closed_.notify_all();
+      if (streams_.empty() && !idle) {  // none left: the count pauses until the next ones
+        idle = true;
+        if (low) {
+          lk.unlock();
+          neighbours.pause();
+          lk.lock();
+        }
+      }
     }
     if (stopping_) return false;
     if (low ? starved : lowPriority_ && Clock::now() - since > writer_thread::kRetryLow) return true;

@@ -5,10 +5,12 @@
 #include <sys/resource.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
 
 namespace crosslab::serve::writer_thread {
 
@@ -21,13 +23,13 @@ void setUp(bool low) {
   if (low) (void)setpriority(PRIO_PROCESS, id_t(gettid()), kLowNice);
 }
 
-bool NeighbourLoad::sample(long long* machine, long long* self, std::chrono::steady_clock::time_point* at) {
-  *at = std::chrono::steady_clock::now();
+bool NeighbourLoad::readProc(Sample* s) {
+  s->at = std::chrono::steady_clock::now();
   std::ifstream stat("/proc/stat");
   std::string cpu;
   long long user = 0, nice = 0, system = 0, idle = 0, iowait = 0, irq = 0, softirq = 0;
   if (!(stat >> cpu >> user >> nice >> system >> idle >> iowait >> irq >> softirq) || cpu != "cpu") return false;
-  *machine = user + nice + system + irq + softirq;  // guest time is inside user already
+  s->machine = user + nice + system + irq + softirq;  // guest time is inside user already
   std::ifstream own("/proc/self/stat");
   std::string line;
   if (!std::getline(own, line)) return false;
@@ -44,24 +46,44 @@ bool NeighbourLoad::sample(long long* machine, long long* self, std::chrono::ste
     }
   }
   if (utime < 0 || stime < 0) return false;
-  *self = utime + stime;
+  s->self = utime + stime;
   return true;
 }
 
+NeighbourLoad::NeighbourLoad(Source source, long ticksPerSecond)
+    : source_(std::move(source)), ticksPerSecond_(double(ticksPerSecond > 0 ? ticksPerSecond : sysconf(_SC_CLK_TCK))) {
+  Sample s;
+  if (source_(&s)) from_ = s;
+}
+
 double NeighbourLoad::coresSinceLast() {
-  long long machine = 0, self = 0;
-  std::chrono::steady_clock::time_point at;
-  if (!sample(&machine, &self, &at) || machine_ < 0) {
-    sample(&machine_, &self_, &at_);
+  Sample now;
+  if (!source_(&now)) return -1;
+  if (!from_) {  // the first read failed: count from here
+    from_ = now;
     return -1;
   }
-  const double seconds = std::chrono::duration<double>(at - at_).count();
+  const double seconds = std::chrono::duration<double>(now.at - from_->at - skipped_).count();
   if (seconds < 0.2) return -1;
-  const double ticks = double((machine - machine_) - (self - self_));
-  machine_ = machine;
-  self_ = self;
-  at_ = at;
-  return ticks / double(sysconf(_SC_CLK_TCK)) / seconds;
+  const double ticks = double((now.machine - from_->machine) - (now.self - from_->self) - skippedTicks_);
+  from_ = now;
+  skippedTicks_ = 0;
+  skipped_ = {};
+  return std::max(0.0, ticks) / ticksPerSecond_ / seconds;
+}
+
+void NeighbourLoad::pause() {
+  Sample s;
+  if (!paused_ && source_(&s)) paused_ = s;
+}
+
+void NeighbourLoad::resume() {
+  Sample s;
+  if (paused_ && from_ && source_(&s) && paused_->at >= from_->at) {
+    skippedTicks_ += (s.machine - paused_->machine) - (s.self - paused_->self);
+    skipped_ += s.at - paused_->at;
+  }
+  paused_.reset();
 }
 
 }  // namespace crosslab::serve::writer_thread

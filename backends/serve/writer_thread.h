@@ -24,6 +24,8 @@
 // again, nor start a thread below its own), and that one, after kRetryLow, hands it back. One of
 // the two works at a time.
 #include <chrono>
+#include <functional>
+#include <optional>
 
 namespace crosslab::serve::writer_thread {
 
@@ -46,19 +48,35 @@ constexpr std::chrono::seconds kRetryLow{60};
 void setUp(bool low);
 
 // The CPU other processes used (all of the machine's busy time, /proc/stat, less this process's,
-// /proc/self/stat), in cores over an interval.
+// /proc/self/stat), in cores over an interval, leaving out the spells the writer had no streams:
+// what other processes did while it had nothing to write did not starve it. (Counted, a
+// benchmark client's start-up, most of a second of a core loading its libraries before its
+// first request, joined the end of the sweep before in one interval, and the writer handed its
+// work over in the next sweep's first seconds.)
 class NeighbourLoad {
  public:
-  NeighbourLoad() { sample(&machine_, &self_, &at_); }
-  // Over the time since the last call that returned a figure (or construction); -1 when the
-  // files cannot be read or under 0.2 s have passed (the next call then counts from the same
-  // point).
+  struct Sample {
+    long long machine = 0, self = 0;  // clock ticks: the machine's busy time, this process's
+    std::chrono::steady_clock::time_point at;
+  };
+  using Source = std::function<bool(Sample*)>;  // false: could not be read
+  static bool readProc(Sample* s);               // /proc/stat and /proc/self/stat, now
+
+  explicit NeighbourLoad(Source source = readProc, long ticksPerSecond = 0);  // 0: sysconf's
+  // Over the time since the last call that returned a figure (or construction), less the spells
+  // between pause() and resume(); -1 when the files cannot be read or under 0.2 s of it have
+  // passed (the next call then counts from the same point).
   double coresSinceLast();
+  void pause();   // the writer has no streams from now
+  void resume();  // it has streams again: the spell since pause() is left out
 
  private:
-  static bool sample(long long* machine, long long* self, std::chrono::steady_clock::time_point* at);
-  long long machine_ = -1, self_ = -1;
-  std::chrono::steady_clock::time_point at_;
+  Source source_;
+  double ticksPerSecond_;
+  std::optional<Sample> from_;     // the interval's start (none: not read yet)
+  std::optional<Sample> paused_;   // since pause()
+  long long skippedTicks_ = 0;     // other processes' ticks in the spells left out so far
+  std::chrono::steady_clock::duration skipped_{0};
 };
 
 }  // namespace crosslab::serve::writer_thread
