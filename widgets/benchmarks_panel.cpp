@@ -634,7 +634,9 @@ void BenchmarksPanel::onLevelStarted(int concurrency, int planned) {
   timeOffset_ = lastT_;  // levels follow each other on one time axis
   ++levelIndex_;
   warmingUp_ = false;
-  const int total = static_cast<int>(levels_->text().split(',', Qt::SkipEmptyParts).size());
+  // the sweep's levels as clicked (the field may hold the next sweep's by now)
+  const int total = static_cast<int>(
+      sweepArgs_.value(sweepArgs_.indexOf("--concurrency") + 1).split(',', Qt::SkipEmptyParts).size());
   levelLabel_->setText(tr("level c=%1 (%2 of %3)").arg(concurrency).arg(levelIndex_).arg(total));
   progress_->setRange(0, std::max(planned, 1));
   progress_->setValue(0);
