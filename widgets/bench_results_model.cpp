@@ -80,6 +80,7 @@ QString BenchResultsModel::cellText(int row, int column) const {
   if (column == OneStream) {
     // The lab's "1-stream" figure: decode tok/s of a single stream (the c=1 level, else the lowest).
     if (b.levels.empty()) return {};
+    if (!b.levels.front().perStreamMeasured) return tr("not measured");
     return QString::number(b.levels.front().perStreamTokS, 'f', 1);
   }
   const int levelIndex = column - FirstLevel;
@@ -188,7 +189,8 @@ QString BenchResultsModel::toCsv() const {
   for (int r = 0; r < rowCount(); ++r) {
     const auto& b = rows_[static_cast<size_t>(r)];
     QStringList cells{quote(QString::fromStdString(b.header.label)), QString(bench::sweepStatusName(b.status))};
-    cells << (b.levels.empty() ? QString() : number(b.levels.front().perStreamTokS, 1));
+    cells << (b.levels.empty() || !b.levels.front().perStreamMeasured ? QString()
+                                                                      : number(b.levels.front().perStreamTokS, 1));
     QString collapse;
     for (int c : levels_) {
       const auto* l = levelAt(r, c);
@@ -210,7 +212,8 @@ QJsonArray BenchResultsModel::toJson() const {
     QJsonArray levels;
     for (const auto& l : b.levels) {
       QJsonObject o{{"concurrency", l.concurrency}, {"completed", qint64(l.completed)}, {"failed", qint64(l.failed)},
-                    {"output_throughput", l.outputThroughput}, {"per_stream_tok_s", l.perStreamTokS},
+                    {"output_throughput", l.outputThroughput},
+                    {"per_stream_tok_s", l.perStreamMeasured ? QJsonValue(l.perStreamTokS) : QJsonValue()},
                     {"mean_ttft_ms", l.meanTtftMs}, {"p99_tpot_ms", l.p99TpotMs}};
       o["usd_per_m_output_tokens"] = l.usdPerMOutputTokens ? QJsonValue(*l.usdPerMOutputTokens) : QJsonValue();
       o["collapse"] = l.collapse.empty() ? QJsonValue() : QJsonValue(QString::fromStdString(l.collapse));

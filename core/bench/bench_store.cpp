@@ -102,6 +102,7 @@ std::vector<StoredBenchmark> BenchStore::list() {
     l.completed = lv.optInt64(2).value_or(0);
     l.failed = lv.optInt64(3).value_or(0);
     l.outputThroughput = lv.optReal(4).value_or(0);
+    l.perStreamMeasured = lv.optReal(5).has_value();
     l.perStreamTokS = lv.optReal(5).value_or(0);
     l.meanTtftMs = lv.optReal(6).value_or(0);
     l.p99TpotMs = lv.optReal(7).value_or(0);

@@ -31,6 +31,7 @@ struct StoredLevel {
   std::optional<double> usdPerMOutputTokens;
   std::string collapse;
   std::string resultJson;
+  bool perStreamMeasured = true;  // false: NULL in the lab (every reply read at once), perStreamTokS 0
 };
 
 struct StoredBenchmark {

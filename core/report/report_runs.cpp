@@ -290,7 +290,7 @@ void addServing(SectionContext& ctx) {
     std::string oneStream = "—", best = "—", usd = "—", notes;
     const bench::StoredLevel* top = nullptr;
     for (const auto& l : b.levels) {
-      if (l.concurrency == 1) oneStream = fixedText(l.perStreamTokS, 1);
+      if (l.concurrency == 1) oneStream = l.perStreamMeasured ? fixedText(l.perStreamTokS, 1) : "not measured";
       if (!top || l.outputThroughput > top->outputThroughput) top = &l;
       if (!l.collapse.empty()) notes += (notes.empty() ? "" : "; ") + l.collapse;
     }

@@ -257,6 +257,19 @@ class TestBenchmarksPanel : public QObject {
     QVERIFY2(m.toCsv().contains("\nstopped live,done,3.2,3.2,12.1,,12.1,4,,decode collapse"), qPrintable(m.toCsv()));
   }
 
+  // A one-stream rate the lab holds as NULL (every reply read at once): "not measured", not 0.0,
+  // in the table, and empty in the CSV and null in the JSON exports.
+  void anUnmeasuredOneStreamRateIsNotZero() {
+    bench::StoredBenchmark b;
+    b.header.label = "read at once";
+    b.levels = {{1, 4, 0, 3.2, 0.0, 100, 320, std::nullopt, "", "{}", false}};
+    widgets::BenchResultsModel m;
+    m.setBenchmarks({b});
+    QCOMPARE(m.data(m.index(0, 2)).toString(), QString("not measured"));
+    QVERIFY2(m.toCsv().contains("\nread at once,done,,3.2,"), qPrintable(m.toCsv()));
+    QVERIFY(m.toJson()[0].toObject()["levels"].toArray()[0].toObject()["per_stream_tok_s"].isNull());
+  }
+
   void modelMarksCollapseAndPicksBestAggregate() {
     bench::StoredBenchmark b;
     b.header.label = "2x Spark, runtime LoRA";
