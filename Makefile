@@ -6,6 +6,8 @@
 PRESET ?= default
 BUILD_DIR := $(if $(filter asan,$(PRESET)),build-asan,build)
 JOBS ?= $(shell nproc)
+# Disk a full build with its tests takes (packaging/check-disk.sh warns below it).
+NEED_GIB := 4
 
 .PHONY: deps configure build run test asan package screenshot screenshots fuzz fuzz-deps clean
 
@@ -13,6 +15,7 @@ deps:
 	bash packaging/install-deps.sh
 
 configure: deps
+	bash packaging/check-disk.sh $(BUILD_DIR) $(NEED_GIB)
 	cmake --preset $(PRESET)
 
 build: configure
