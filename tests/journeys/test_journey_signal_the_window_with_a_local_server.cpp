@@ -5,6 +5,7 @@
 // the only way to end it from the window).
 #include <QElapsedTimer>
 #include <QProcess>
+#include <QTemporaryDir>
 #include <QtTest>
 
 #include <csignal>
@@ -52,6 +53,12 @@ class TestJourneySignalTheWindowWithALocalServer : public QObject {
     DemoLab lab;
     QVERIFY(lab.ok());
     QProcess window;
+    // The helper's own temporary folders land here: killed (SIGKILL) it cannot remove them.
+    QTemporaryDir tmp;
+    QVERIFY(tmp.isValid());
+    QProcessEnvironment env = QProcessEnvironment::systemEnvironment();
+    env.insert("TMPDIR", tmp.path());
+    window.setProcessEnvironment(env);
     window.start(WINDOW_WITH_LOCAL_SERVER, {lab.path()});
     QVERIFY(window.waitForStarted());
     const qint64 server = readPid(window, "server pid ", kTrainWaitMs);
