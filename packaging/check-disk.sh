@@ -3,7 +3,8 @@
 # "error writing to /tmp/cc….s: No space left on device" minutes into the build.
 #   check-disk.sh BUILD_DIR NEED_GIB
 # NEED_GIB: what a full build with its tests takes. What BUILD_DIR already holds counts as
-# done (an incremental build needs far less), so this warns and goes on; it never stops a build.
+# done (an incremental build needs far less), so this warns and goes on; it never stops a build
+# (the Makefile ignores its exit status, should df or du fail).
 set -euo pipefail
 dir=${1:-build}
 need_gib=${2:-4}
