@@ -8,7 +8,7 @@
   /usr/bin/python3 bench/serving_vs_llamacpp.py --build build [--peers /tmp/peers] [--workdir /tmp/crosslab-bench]
         [--preset tiny|small | --model-dir DIR] [--lora DIR] [--dtypes f32,bf16] [--modes merged,runtime]
         [--levels 1,8,32] [--tokens 64] [--threads 1,2] [--llamacpp-threads 1,2] [--no-http] [--no-llamacpp]
-        [--repeats N] [--stream-interval N] [--no-loopback] [--loopback-seconds S]
+        [--repeats N] [--paired] [--stream-interval N] [--no-loopback] [--loopback-seconds S]
 
 --preset makes the peers' checkpoint (make_llama.py, seed 0) and a random adapter (make_lora.py);
 --model-dir measures an existing checkpoint (a demo lab's models/demo-base with --lora LAB/runs/demo-lora).
@@ -31,6 +31,13 @@ first level of each width: 16 to 32 streams was where the rows 16 to 31 were fir
 --repeats N measures every configuration N times, interleaved (llama.cpp, in process, HTTP, then
 again), and keeps each level's best per side: on a shared VM whose memory bandwidth drifts by
 1.5x within minutes, one pass's ratios say more about the neighbours than about the programs.
+
+--paired (with the HTTP path) measures the two crosslab paths level by level instead, at the
+last --threads count: one server per pass and mode; at each level batch_bench --levels L and the
+client at L back to back, the order swapped every other pass, so each pair sees the VM in the
+same minute. The summary gives each level's median, lowest and highest HTTP / in process over
+the pairs (http_over_in_process_paired) next to the best-of figures, which can pair a fast spell
+of one side with a slow spell of the other.
 
 --stream-interval N starts the server with that many tokens per streamed write after the first
 (default 1, each token as it comes, as vLLM streams).
@@ -154,39 +161,72 @@ def inprocess(a, ckpt, lora, dtype, mode, prompt):
     return best
 
 
+def serve_cmd(a, ckpt, lora, dtype, mode, t, port):
+    cli = os.path.join(a.build, "app", "crosslab-cli")
+    serve = [cli, "serve", "--model", ckpt, "--dtype", dtype, "--port", str(port), "--threads", str(t),
+             "--max-batch", str(max(a.levels)), "--lora", "adapter=" + lora, "--load", a.load,
+             # the in-process engine's cache rows: prompt + tokens (batch_bench), not serve's default
+             # 2048 positions, whose 4x more pages the first streams would touch (see the docstring)
+             "--max-model-len", str(a.tokens + 4 * a.input_words + 8)]
+    if a.stream_interval != 1:
+        serve += ["--stream-interval", str(a.stream_interval)]
+    if mode == "merged":
+        serve += ["--merge", "adapter"]
+    return serve
+
+
+def http_levels(a, port, dtype, mode, t, levels):
+    """One client run against a running server: {level: record}, each record printed."""
+    out = {}
+    result = os.path.join(a.workdir, f"http-{os.getpid()}.jsonl")
+    subprocess.run(bench_cmd(a, port, "adapter", levels, result), check=True, capture_output=True, timeout=3600)
+    with open(result) as f:
+        for line in f:
+            j = json.loads(line)
+            r = {"engine": "crosslab", "path": "http", "dtype": dtype, "lora": mode, "threads": t,
+                 "level": j["max_concurrency"], "output_tok_s": j["output_throughput"],
+                 "ttft_ms_p50": j["median_ttft_ms"], "ttft_ms_p99": j["p99_ttft_ms"],
+                 "tpot_ms_p50": j["median_tpot_ms"], "tpot_ms_p99": j["p99_tpot_ms"],
+                 "collapse": j.get("collapse", "")}
+            print(json.dumps(r), flush=True)
+            out[r["level"]] = r
+    os.remove(result)
+    return out
+
+
 def over_http(a, ckpt, lora, dtype, mode, vocab):
     best = {}
-    cli = os.path.join(a.build, "app", "crosslab-cli")
     for t in a.threads:
         port = free_port()
-        serve = [cli, "serve", "--model", ckpt, "--dtype", dtype, "--port", str(port), "--threads", str(t),
-                 "--max-batch", str(max(a.levels)), "--lora", "adapter=" + lora, "--load", a.load,
-                 # the in-process engine's cache rows: prompt + tokens (batch_bench), not serve's default
-                 # 2048 positions, whose 4x more pages the first streams would touch (see the docstring)
-                 "--max-model-len", str(a.tokens + 4 * a.input_words + 8)]
-        if a.stream_interval != 1:
-            serve += ["--stream-interval", str(a.stream_interval)]
-        if mode == "merged":
-            serve += ["--merge", "adapter"]
-        server = started(serve, port, "serve")
+        server = started(serve_cmd(a, ckpt, lora, dtype, mode, t, port), port, "serve")
         try:
-            result = os.path.join(a.workdir, f"http-{os.getpid()}.jsonl")
-            subprocess.run(bench_cmd(a, port, "adapter", a.levels, result), check=True, capture_output=True, timeout=3600)
-            with open(result) as f:
-                for line in f:
-                    j = json.loads(line)
-                    r = {"engine": "crosslab", "path": "http", "dtype": dtype, "lora": mode, "threads": t,
-                         "level": j["max_concurrency"], "output_tok_s": j["output_throughput"],
-                         "ttft_ms_p50": j["median_ttft_ms"], "ttft_ms_p99": j["p99_ttft_ms"],
-                         "tpot_ms_p50": j["median_tpot_ms"], "tpot_ms_p99": j["p99_tpot_ms"],
-                         "collapse": j.get("collapse", "")}
-                    print(json.dumps(r), flush=True)
-                    if r["level"] not in best or r["output_tok_s"] > best[r["level"]]["output_tok_s"]:
-                        best[r["level"]] = r
-            os.remove(result)
+            for lv, r in http_levels(a, port, dtype, mode, t, a.levels).items():
+                if lv not in best or r["output_tok_s"] > best[lv]["output_tok_s"]:
+                    best[lv] = r
         finally:
             stop(server)
     return best
+
+
+def paired(a, ckpt, lora, dtype, mode, prompt, swap):
+    """Level by level, in process and HTTP back to back (HTTP first when swap); one server, a
+    thread count: [(level, in-process record, HTTP record)]."""
+    t = a.threads[-1]
+    port = free_port()
+    server = started(serve_cmd(a, ckpt, lora, dtype, mode, t, port), port, "serve")
+    pairs = []
+    try:
+        for lv in a.levels:
+            one = dict(a.__dict__, threads=[t], levels=[lv])
+            sides = [lambda: inprocess(argparse.Namespace(**one), ckpt, lora, dtype, mode, prompt).get(lv),
+                     lambda: http_levels(a, port, dtype, mode, t, [lv]).get(lv)]
+            got = [None, None]
+            for i in ([1, 0] if swap else [0, 1]):
+                got[i] = sides[i]()
+            pairs.append((lv, got[0], got[1]))
+    finally:
+        stop(server)
+    return pairs
 
 
 def bench_cmd(a, port, model, levels, result):
@@ -253,6 +293,7 @@ def main():
     ap.add_argument("--no-http", action="store_true")
     ap.add_argument("--no-llamacpp", action="store_true")
     ap.add_argument("--repeats", type=int, default=1)
+    ap.add_argument("--paired", action="store_true", help="in process and HTTP level by level, back to back")
     ap.add_argument("--stream-interval", type=int, default=1, help="serve --stream-interval (tokens per write)")
     ap.add_argument("--no-loopback", action="store_true", help="skip the loopback cost (the stand-in + client)")
     ap.add_argument("--loopback-seconds", type=float, default=3.0, help="each level of the loopback cost")
@@ -274,10 +315,17 @@ def main():
     loop_cost = {} if a.no_http or a.no_loopback else loopback(a)
     for dtype in a.dtypes:
         peer, ours, http = {}, {m: {} for m in a.modes}, {m: {} for m in a.modes}
-        for _ in range(max(1, a.repeats)):
+        ratios = {m: {lv: [] for lv in a.levels} for m in a.modes}  # --paired: HTTP / in process per pair
+        for rep in range(max(1, a.repeats)):
             if not a.no_llamacpp:
                 keep_best(peer, llamacpp(a, ggufs[dtype], prompt, dtype), "aggregate_tok_s")
             for mode in a.modes:
+                if a.paired and not a.no_http:
+                    for lv, o, h in paired(a, ckpt, lora, dtype, mode, prompt, rep % 2 == 1):
+                        keep_best(ours[mode], {lv: o}, "decode_tok_s")
+                        keep_best(http[mode], {lv: h}, "output_tok_s")
+                        ratios[mode][lv].append(h["output_tok_s"] / o["output_tok_s"])
+                    continue
                 keep_best(ours[mode], inprocess(a, ckpt, lora, dtype, mode, prompt), "decode_tok_s")
                 if not a.no_http:
                     keep_best(http[mode], over_http(a, ckpt, lora, dtype, mode, vocab), "output_tok_s")
@@ -301,6 +349,12 @@ def main():
                                 "http_ttft_ms_p50_p99": [round(h["ttft_ms_p50"], 1), round(h["ttft_ms_p99"], 1)],
                                 "http_tpot_ms_p50_p99": [round(h["tpot_ms_p50"], 2), round(h["tpot_ms_p99"], 2)],
                                 "http_collapse": h["collapse"]})
+                if ratios[mode][lv]:
+                    rs = sorted(ratios[mode][lv])
+                    mid = len(rs) // 2
+                    row["http_over_in_process_paired"] = {
+                        "median": round(rs[mid] if len(rs) % 2 else (rs[mid - 1] + rs[mid]) / 2, 2),
+                        "low": round(rs[0], 2), "high": round(rs[-1], 2), "pairs": len(rs)}
                 c = loop_cost.get(lv)
                 if c and c["cpu_us_per_token"] and o.get("output_tok_per_cpu_s"):
                     engine_us = 1e6 / o["output_tok_per_cpu_s"]
