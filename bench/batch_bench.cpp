@@ -6,9 +6,12 @@
 //   batch_bench --model DIR [--dtype f32|bf16] [--levels 1,8,32] [--tokens N] [--prompt-ids JSON]
 //               [--lora DIR --lora-mode merged|runtime] [--threads T] [--load map|copy]
 //               [--decode-path auto|fused|fused-split|op-by-op] [--max-batch N] [--prefill-chunk N]
-//               [--stepwise-prefill N] [--peak on|off]
+//               [--stepwise-prefill N] [--peak on|off] [--rounds K]
 //
-// Per level, N identical greedy requests (ignore EOS, --tokens each) are submitted at once.
+// Per level, N identical greedy requests (ignore EOS, --tokens each) are submitted at once;
+// with --rounds K, K such waves back to back, each submitted when the last one has ended (as
+// `crosslab-cli bench` at concurrency N sends its max(8, 2N) requests of one length), and the
+// figures below are over all of them (windows and walls summed, percentiles pooled).
 // One JSON line per level:
 //   decode_tok_s   tokens per second while every stream decodes: tokens stamped after the last
 //                  stream's first token and up to the first stream's last, over that window —
@@ -55,7 +58,7 @@ struct Options {
   std::string model, dtype = "f32", lora, loraMode = "runtime", load = "map", decodePath = "auto";
   std::vector<int> levels = {1, 8, 32};
   std::vector<int32_t> prompt = {128000, 9906, 11, 1917, 0};
-  int tokens = 128, threads = 0, maxBatch = 0;
+  int tokens = 128, threads = 0, maxBatch = 0, rounds = 1;
   int prefillChunk = infer::SchedulerOptions{}.prefillChunk, stepwisePrefill = infer::SchedulerOptions{}.stepwisePrefill;
   bool peak = true;
   double peakGflops = 0;  // measured at start (--peak on)
@@ -74,6 +77,7 @@ Options parse(int argc, char** argv) {
     else if (k == "--tokens") o.tokens = std::stoi(v);
     else if (k == "--threads") o.threads = std::stoi(v);
     else if (k == "--max-batch") o.maxBatch = std::stoi(v);
+    else if (k == "--rounds") o.rounds = std::stoi(v);
     else if (k == "--prefill-chunk") o.prefillChunk = std::stoi(v);
     else if (k == "--stepwise-prefill") o.stepwisePrefill = std::stoi(v);
     else if (k == "--peak") o.peak = v != "off";
@@ -87,6 +91,7 @@ Options parse(int argc, char** argv) {
   }
   if (o.model.empty()) throw std::runtime_error("usage: batch_bench --model DIR [options] (see the source's header)");
   if (o.loraMode != "merged" && o.loraMode != "runtime") throw std::runtime_error("--lora-mode must be merged or runtime");
+  if (o.rounds < 1) throw std::runtime_error("--rounds must be >= 1");
   return o;
 }
 
@@ -109,14 +114,12 @@ struct Stream {
   bool done = false;
 };
 
-json runLevel(infer::BatchScheduler& engine, const Options& o, int level, const std::string& adapter) {
+// One wave: `level` requests submitted at once, returned when every one has ended.
+std::vector<Stream> runWave(infer::BatchScheduler& engine, const Options& o, int level, const std::string& adapter) {
   std::mutex mu;
   std::condition_variable cv;
   std::vector<Stream> streams(static_cast<size_t>(level));
   int pending = level;
-  const infer::SchedulerStats before = engine.stats();
-  const double cpu0 = processCpuSeconds();
-  const auto t0 = Clock::now();
   for (int s = 0; s < level; ++s) {
     infer::ServeRequest r;
     r.prompt = o.prompt;
@@ -133,37 +136,47 @@ json runLevel(infer::BatchScheduler& engine, const Options& o, int level, const 
     };
     engine.submit(std::move(r));
   }
-  {
-    std::unique_lock<std::mutex> lk(mu);
-    cv.wait(lk, [&] { return pending == 0; });
+  std::unique_lock<std::mutex> lk(mu);
+  cv.wait(lk, [&] { return pending == 0; });
+  return streams;
+}
+
+json runLevel(infer::BatchScheduler& engine, const Options& o, int level, const std::string& adapter, int rounds = 1) {
+  const infer::SchedulerStats before = engine.stats();
+  const double cpu0 = processCpuSeconds();
+  size_t total = 0, inWindow = 0, streamCount = 0;
+  double window = 0, wall = 0;
+  std::vector<double> ttft, tpot;
+  for (int round = 0; round < rounds; ++round) {
+    const auto t0 = Clock::now();
+    const std::vector<Stream> streams = runWave(engine, o, level, adapter);
+    Clock::time_point firstAll = t0, lastFirst = t0, end = t0;
+    for (const auto& st : streams) {
+      if (st.stamps.empty()) continue;
+      firstAll = std::max(firstAll, st.stamps.front());
+      end = std::max(end, st.stamps.back());
+      total += st.stamps.size();
+      ++streamCount;
+      ttft.push_back(std::chrono::duration<double, std::milli>(st.stamps.front() - t0).count());
+      if (st.stamps.size() > 1)
+        tpot.push_back(std::chrono::duration<double, std::milli>(st.stamps.back() - st.stamps.front()).count() /
+                       double(st.stamps.size() - 1));
+    }
+    lastFirst = end;
+    for (const auto& st : streams)
+      if (!st.stamps.empty()) lastFirst = std::min(lastFirst, st.stamps.back());
+    for (const auto& st : streams)  // every stream decoding: (last stream's first token, first stream's last]
+      for (const auto& t : st.stamps) inWindow += t > firstAll && t <= lastFirst;
+    window += std::chrono::duration<double>(lastFirst - firstAll).count();
+    wall += std::chrono::duration<double>(end - t0).count();
   }
   const infer::SchedulerStats after = engine.stats();
   const double cpu = processCpuSeconds() - cpu0;
-  Clock::time_point firstAll = t0, lastFirst = t0, end = t0;
-  size_t total = 0;
-  std::vector<double> ttft, tpot;
-  for (const auto& st : streams) {
-    if (st.stamps.empty()) continue;
-    firstAll = std::max(firstAll, st.stamps.front());
-    end = std::max(end, st.stamps.back());
-    total += st.stamps.size();
-    ttft.push_back(std::chrono::duration<double, std::milli>(st.stamps.front() - t0).count());
-    if (st.stamps.size() > 1)
-      tpot.push_back(std::chrono::duration<double, std::milli>(st.stamps.back() - st.stamps.front()).count() /
-                     double(st.stamps.size() - 1));
-  }
-  lastFirst = end;
-  for (const auto& st : streams)
-    if (!st.stamps.empty()) lastFirst = std::min(lastFirst, st.stamps.back());
-  size_t inWindow = 0;  // every stream decoding: (last stream's first token, first stream's last]
-  for (const auto& st : streams)
-    for (const auto& t : st.stamps) inWindow += t > firstAll && t <= lastFirst;
-  const double window = std::chrono::duration<double>(lastFirst - firstAll).count();
-  const double wall = std::chrono::duration<double>(end - t0).count();
   const auto share = [&](double s) { return wall > 0 ? s / wall : 0.0; };
   const double busy = (after.prefillS - before.prefillS) + (after.decodeS - before.decodeS) + (after.lmHeadS - before.lmHeadS) +
                       (after.sampleS - before.sampleS) + (after.emitS - before.emitS);
   return {{"level", level},
+          {"rounds", rounds},
           {"output_tokens", total},
           {"decode_tok_s", window > 0 ? double(inWindow) / window : 0.0},
           {"output_tok_s", wall > 0 ? double(total) / wall : 0.0},
@@ -180,7 +193,7 @@ json runLevel(infer::BatchScheduler& engine, const Options& o, int level, const 
           {"prefill_steps", after.prefillSteps - before.prefillSteps},
           {"stepwise_prefill_steps", after.fusedPrefillSteps - before.fusedPrefillSteps},
           {"decode_paths", after.decodePaths},
-          {"rates", benchsupport::decodeRates(before, after, double(total - streams.size()), engine.config(), o.peakGflops)},
+          {"rates", benchsupport::decodeRates(before, after, double(total - streamCount), engine.config(), o.peakGflops)},
           {"time_share",
            {{"prefill", share(after.prefillS - before.prefillS)},
             {"decode_forward", share(after.decodeS - before.decodeS)},
@@ -230,7 +243,7 @@ int main(int argc, char** argv) {
     // memory never used since boot), as the HTTP sweep's warm-up does (serving_vs_llamacpp.py).
     runLevel(*engine, o, *std::max_element(o.levels.begin(), o.levels.end()), adapter);
     for (int level : o.levels) {
-      json j = runLevel(*engine, o, level, adapter);
+      json j = runLevel(*engine, o, level, adapter, o.rounds);
       j["engine"] = "crosslab";
       j["path"] = "in-process";
       j["model"] = o.model;

@@ -35,9 +35,10 @@ again), and keeps each level's best per side: on a shared VM whose memory bandwi
 --paired (with the HTTP path) measures the two crosslab paths level by level instead, at the
 last --threads count: one server per pass and mode; at each level batch_bench --levels L and the
 client at L back to back, the order swapped every other pass, so each pair sees the VM in the
-same minute. The summary gives each level's median, lowest and highest HTTP / in process over
-the pairs (http_over_in_process_paired) next to the best-of figures, which can pair a fast spell
-of one side with a slow spell of the other.
+same minute. batch_bench runs as many requests as the client sends at that level (max(8, 2L), in
+--rounds of L at once), so both sides last about as long. The summary gives each level's median,
+lowest and highest HTTP / in process over the pairs (http_over_in_process_paired) next to the
+best-of figures, which can pair a fast spell of one side with a slow spell of the other.
 
 --stream-interval N starts the server with that many tokens per streamed write after the first
 (default 1, each token as it comes, as vLLM streams).
@@ -147,12 +148,12 @@ def llamacpp(a, gguf, prompt, dtype):
     return best
 
 
-def inprocess(a, ckpt, lora, dtype, mode, prompt):
+def inprocess(a, ckpt, lora, dtype, mode, prompt, rounds=1):
     best = {}
     for t in a.threads:
         cmd = [os.path.join(a.build, "bench", "batch_bench"), "--model", ckpt, "--dtype", dtype, "--levels",
                ",".join(map(str, a.levels)), "--tokens", str(a.tokens), "--prompt-ids", json.dumps(prompt),
-               "--threads", str(t), "--lora", lora, "--lora-mode", mode, "--load", a.load]
+               "--threads", str(t), "--lora", lora, "--lora-mode", mode, "--load", a.load, "--rounds", str(rounds)]
         for r in run_json_lines(cmd):
             r["threads"] = t
             print(json.dumps(r), flush=True)
@@ -218,7 +219,9 @@ def paired(a, ckpt, lora, dtype, mode, prompt, swap):
     try:
         for lv in a.levels:
             one = dict(a.__dict__, threads=[t], levels=[lv])
-            sides = [lambda: inprocess(argparse.Namespace(**one), ckpt, lora, dtype, mode, prompt).get(lv),
+            # as many requests as the client sends at this level (max(8, 2L), in waves of L)
+            rounds = -(-max(8, 2 * lv) // lv)
+            sides = [lambda: inprocess(argparse.Namespace(**one), ckpt, lora, dtype, mode, prompt, rounds).get(lv),
                      lambda: http_levels(a, port, dtype, mode, t, [lv]).get(lv)]
             got = [None, None]
             for i in ([1, 0] if swap else [0, 1]):
