@@ -35,10 +35,11 @@ again), and keeps each level's best per side: on a shared VM whose memory bandwi
 --paired (with the HTTP path) measures the two crosslab paths level by level instead, at the
 last --threads count: one server per pass and mode; at each level batch_bench --levels L and the
 client at L back to back, the order swapped every other pass, so each pair sees the VM in the
-same minute. batch_bench runs as many requests as the client sends at that level (max(8, 2L), in
---rounds of L at once), so both sides last about as long. The summary gives each level's median,
-lowest and highest HTTP / in process over the pairs (http_over_in_process_paired) next to the
-best-of figures, which can pair a fast spell of one side with a slow spell of the other.
+same minute. Both sides run as many requests, so both last about as long: the client's default
+count at that level (max(8, 2L)) in whole waves of L (batch_bench --rounds, the client's
+--num-prompts). The summary gives each level's median, lowest and highest HTTP / in process
+over the pairs (http_over_in_process_paired) next to the best-of figures, which can pair a fast
+spell of one side with a slow spell of the other.
 
 --stream-interval N starts the server with that many tokens per streamed write after the first
 (default 1, each token as it comes, as vLLM streams).
@@ -62,6 +63,7 @@ import os
 import resource
 import signal
 import socket
+import statistics
 import subprocess
 import sys
 import time
@@ -176,11 +178,14 @@ def serve_cmd(a, ckpt, lora, dtype, mode, t, port):
     return serve
 
 
-def http_levels(a, port, dtype, mode, t, levels):
+def http_levels(a, port, dtype, mode, t, levels, num_prompts=None):
     """One client run against a running server: {level: record}, each record printed."""
     out = {}
     result = os.path.join(a.workdir, f"http-{os.getpid()}.jsonl")
-    subprocess.run(bench_cmd(a, port, "adapter", levels, result), check=True, capture_output=True, timeout=3600)
+    cmd = bench_cmd(a, port, "adapter", levels, result)
+    if num_prompts:
+        cmd += ["--num-prompts", str(num_prompts)]
+    subprocess.run(cmd, check=True, capture_output=True, timeout=3600)
     with open(result) as f:
         for line in f:
             j = json.loads(line)
@@ -218,15 +223,21 @@ def paired(a, ckpt, lora, dtype, mode, prompt, swap):
     pairs = []
     try:
         for lv in a.levels:
-            one = dict(a.__dict__, threads=[t], levels=[lv])
-            # as many requests as the client sends at this level (max(8, 2L), in waves of L)
+            # the client's default request count (max(8, 2L)), rounded up to whole waves of L, given
+            # to both sides: batch_bench as --rounds, the client as --num-prompts
             rounds = -(-max(8, 2 * lv) // lv)
-            sides = [lambda: inprocess(argparse.Namespace(**one), ckpt, lora, dtype, mode, prompt, rounds).get(lv),
-                     lambda: http_levels(a, port, dtype, mode, t, [lv]).get(lv)]
-            got = [None, None]
-            for i in ([1, 0] if swap else [0, 1]):
-                got[i] = sides[i]()
-            pairs.append((lv, got[0], got[1]))
+            one = argparse.Namespace(**{**vars(a), "threads": [t], "levels": [lv]})
+            def in_process():
+                return inprocess(one, ckpt, lora, dtype, mode, prompt, rounds)[lv]
+            def through_http():
+                return http_levels(a, port, dtype, mode, t, [lv], rounds * lv)[lv]
+            if swap:
+                h = through_http()
+                o = in_process()
+            else:
+                o = in_process()
+                h = through_http()
+            pairs.append((lv, o, h))
     finally:
         stop(server)
     return pairs
@@ -352,12 +363,10 @@ def main():
                                 "http_ttft_ms_p50_p99": [round(h["ttft_ms_p50"], 1), round(h["ttft_ms_p99"], 1)],
                                 "http_tpot_ms_p50_p99": [round(h["tpot_ms_p50"], 2), round(h["tpot_ms_p99"], 2)],
                                 "http_collapse": h["collapse"]})
-                if ratios[mode][lv]:
-                    rs = sorted(ratios[mode][lv])
-                    mid = len(rs) // 2
-                    row["http_over_in_process_paired"] = {
-                        "median": round(rs[mid] if len(rs) % 2 else (rs[mid - 1] + rs[mid]) / 2, 2),
-                        "low": round(rs[0], 2), "high": round(rs[-1], 2), "pairs": len(rs)}
+                rs = ratios[mode][lv]
+                if rs:
+                    row["http_over_in_process_paired"] = {"median": round(statistics.median(rs), 2), "low": round(min(rs), 2),
+                                                          "high": round(max(rs), 2), "pairs": len(rs)}
                 c = loop_cost.get(lv)
                 if c and c["cpu_us_per_token"] and o.get("output_tok_per_cpu_s"):
                     engine_us = 1e6 / o["output_tok_per_cpu_s"]
