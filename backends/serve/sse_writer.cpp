@@ -32,6 +32,10 @@ SseStream::State SseWriter::serve(const std::shared_ptr<SseStream>& s, httplib::
   }
   s->sink = &sink;
   s->wake = wake;
+  if (streams_.empty() && lowPriority_) {  // the writer has streams from now, whenever it gets a core to see them
+    std::lock_guard<std::mutex> g(neighboursMu_);
+    neighbours_.resume();
+  }
   streams_.push_back(s);
   pending_ = true;
   cv_.notify_one();
@@ -116,8 +120,11 @@ bool SseWriter::work(std::unique_lock<std::mutex>& lk, int role) {
   std::array<Clock::time_point, writer_thread::kStarvedTimes> longWaits{};  // the last ones' times
   size_t longWaitCount = 0;
   bool starved = false;
-  writer_thread::NeighbourLoad neighbours;
-  if (low && idle) neighbours.pause();
+  if (low) {  // counted from now: not over the other writer's spell
+    std::lock_guard<std::mutex> g(neighboursMu_);
+    neighbours_ = writer_thread::NeighbourLoad();
+    if (idle) neighbours_.pause();
+  }
   Clock::time_point lastPass{};
   Clock::duration gap = Clock::duration::max();
   for (;;) {
@@ -133,20 +140,23 @@ bool SseWriter::work(std::unique_lock<std::mutex>& lk, int role) {
     const auto now = Clock::now();
     gap = lastPass == Clock::time_point{} ? Clock::duration::max() : now - lastPass;
     lastPass = now;
-    // The other processes' CPU counts while there are streams to write (NeighbourLoad).
-    const bool resumed = idle && !streams_.empty(), paused = !idle && streams_.empty();
+    // The other processes' CPU counts while there are streams to write (NeighbourLoad): from
+    // when serve() added the first, not from when this writer, perhaps starved, got to see it.
+    if (low && !idle && streams_.empty()) {
+      std::lock_guard<std::mutex> g(neighboursMu_);
+      neighbours_.pause();
+    }
     idle = streams_.empty();
     pass = streams_;
     lk.unlock();
-    if (low && resumed) neighbours.resume();
-    if (low && paused) neighbours.pause();
     const auto waitedNow = low ? runQueue.waited() : waitedAtPass;
     if (waitedNow - waitedAtPass > writer_thread::kStarved) {
       longWaits[longWaitCount++ % longWaits.size()] = now;
       const bool often = longWaitCount >= longWaits.size() &&
                          now - longWaits[longWaitCount % longWaits.size()] < writer_thread::kStarvedWindow;
+      std::lock_guard<std::mutex> g(neighboursMu_);
       starved = (often || waitedNow - waitedAtPass > writer_thread::kStarvedOnce) &&
-                neighbours.coresSinceLast() > writer_thread::kNeighbourCores;
+                neighbours_.coresSinceLast() > writer_thread::kNeighbourCores;
     }
     waitedAtPass = waitedNow;
     std::vector<std::pair<SseStream*, SseStream::State>> ended;
@@ -188,9 +198,8 @@ bool SseWriter::work(std::unique_lock<std::mutex>& lk, int role) {
       if (streams_.empty() && !idle) {  // none left: the count pauses until the next ones
         idle = true;
         if (low) {
-          lk.unlock();
-          neighbours.pause();
-          lk.lock();
+          std::lock_guard<std::mutex> g(neighboursMu_);
+          neighbours_.pause();
         }
       }
     }

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "backends/serve/sse_stream.h"
+#include "backends/serve/writer_thread.h"
 
 namespace crosslab::serve::sse {
 
@@ -142,6 +143,11 @@ class SseWriter {
   int active_;  // under mu_
   std::atomic<bool> stopping_{false};  // set under mu_; read while polling too
   std::vector<std::shared_ptr<SseStream>> streams_;
+  // The other processes' CPU while the nice-19 writer has streams: paused by that writer when it
+  // ends the last stream, resumed by serve() when it adds the first (a starved writer would see
+  // it only after the wait it is to count). Under neighboursMu_, taken inside mu_ where both are.
+  std::mutex neighboursMu_;
+  writer_thread::NeighbourLoad neighbours_;
   std::thread low_, high_;  // last: they start after the members they use
 };
 

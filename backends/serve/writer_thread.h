@@ -53,6 +53,10 @@ void setUp(bool low);
 // benchmark client's start-up, most of a second of a core loading its libraries before its
 // first request, joined the end of the sweep before in one interval, and the writer handed its
 // work over in the next sweep's first seconds.)
+// A spell with streams starts when the server adds the first (SseWriter::serve), not when the
+// writer gets a core to see it: a writer starved through a whole stream, shown the stream only
+// after the wait, counted none of that wait's neighbours, found under 0.2 s left and never handed
+// over (the tokens of every short stream then came at its end, all at once).
 class NeighbourLoad {
  public:
   struct Sample {
