@@ -102,4 +102,17 @@ std::vector<std::string> sseFrames(const std::string& body, bool* ok) {
   return frames;
 }
 
+std::vector<int> writerThreads(int pid) {
+  std::vector<int> out;
+  const std::string tasks = pid ? "/proc/" + std::to_string(pid) + "/task" : "/proc/self/task";
+  std::error_code ec;
+  for (const auto& task : std::filesystem::directory_iterator(tasks, ec)) {
+    std::ifstream comm(task.path() / "comm");
+    std::string name;
+    std::getline(comm, name);
+    if (name == "sse-writer") out.push_back(std::stoi(task.path().filename().string()));
+  }
+  return out;
+}
+
 }  // namespace crosslab::testing

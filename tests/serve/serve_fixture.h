@@ -42,4 +42,7 @@ class LocalServer {
 // `ok` false when any frame is not exactly "data: <payload>\n\n".
 std::vector<std::string> sseFrames(const std::string& body, bool* ok);
 
+// The thread ids of process `pid`'s threads named "sse-writer" (0: this process).
+std::vector<int> writerThreads(int pid = 0);
+
 }  // namespace crosslab::testing

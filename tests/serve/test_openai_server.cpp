@@ -8,25 +8,19 @@
 
 #include <arpa/inet.h>
 #include <netinet/in.h>
-#include <sched.h>
 #include <sys/resource.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <algorithm>
-#include <atomic>
 #include <cerrno>
 #include <cctype>
 #include <chrono>
 #include <csignal>
-#include <filesystem>
-#include <fstream>
 #include <memory>
 #include <thread>
 #include <vector>
 
-#include "core/util/run_queue_wait.h"
 #include "tests/serve/serve_fixture.h"
 #include "tests/support/cli_runner.h"
 
@@ -417,118 +411,15 @@ class TestOpenAiServer : public QObject {
     }
   }
 
-  // The threads named "sse-writer" of process `pid` (0: this one).
-  static std::vector<pid_t> writerThreads(pid_t pid = 0) {
-    std::vector<pid_t> out;
-    const std::string tasks = pid ? "/proc/" + std::to_string(pid) + "/task" : "/proc/self/task";
-    for (const auto& task : std::filesystem::directory_iterator(tasks)) {
-      std::ifstream comm(task.path() / "comm");
-      std::string name;
-      std::getline(comm, name);
-      if (name == "sse-writer") out.push_back(pid_t(std::stol(task.path().filename().string())));
-    }
-    return out;
-  }
-
   // The nice values of process `pid`'s writer threads, once one is at 19 or a second has passed.
   static QList<int> writerNices(pid_t pid) {
     QList<int> nices;
     for (int attempt = 0; attempt < 100 && !nices.contains(19); ++attempt) {
       if (attempt) std::this_thread::sleep_for(std::chrono::milliseconds(10));
       nices.clear();
-      for (const pid_t tid : writerThreads(pid)) nices.append(getpriority(PRIO_PROCESS, id_t(tid)));
+      for (const int tid : testing::writerThreads(int(pid))) nices.append(getpriority(PRIO_PROCESS, id_t(tid)));
     }
     return nices;
-  }
-
-  // The SSE writer threads run as SCHED_BATCH (a wake-up after each step must not preempt the
-  // step's threads), one at nice 19 (when the cores are busy it falls behind the steps and
-  // writes several tokens at once) and one at the process's nice value (for when the first is
-  // starved); found by their name among this process's threads.
-  void writerThreadsAreBatchScheduledAndNiced() {
-    errno = 0;
-    const int processNice = getpriority(PRIO_PROCESS, id_t(gettid()));
-    QCOMPARE(errno, 0);
-    QVERIFY(processNice < 19);
-    int low = 0, high = 0;
-    for (int attempt = 0; attempt < 100 && (low == 0 || high == 0); ++attempt) {
-      low = high = 0;
-      for (const pid_t tid : writerThreads()) {
-        QCOMPARE(sched_getscheduler(tid), SCHED_BATCH);
-        errno = 0;
-        const int nice = getpriority(PRIO_PROCESS, id_t(tid));
-        QCOMPARE(errno, 0);
-        if (nice == 19) ++low;
-        else if (nice == processNice) ++high;
-        else QFAIL(qPrintable(QString("an sse-writer thread at nice %1").arg(nice)));
-      }
-      if (low == 0 || high == 0) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    }
-    QVERIFY(low >= 1);  // server_'s at least
-    QVERIFY(high >= 1);
-  }
-
-  // With the cores kept busy by other processes at this one's nice value (a training run beside
-  // the server, say), the nice-19 writer would get about 1/70 of a core and hold tokens for
-  // hundreds of milliseconds; it hands its work to the other writer, and the stream loses
-  // nothing. Fails without the handover: the counter stays 0. (Busy threads in this process
-  // would not do: the server's own load must not move the work, so they do not count.)
-  void starvedWriterHandsOver() {
-    if (!util::RunQueueWait().available()) QSKIP("no /proc/thread-self/schedstat: the writer cannot tell it is starved");
-    std::mutex noticeMu;
-    std::vector<std::string> notices;
-    auto local = startServer(dir_, {}, 0, 1, 50, true, [&](const std::string& line) {
-      std::lock_guard<std::mutex> lk(noticeMu);
-      notices.push_back(line);
-    });
-    const int64_t before = local->server().writerHandoffs();
-    struct Busy {  // killed however the test ends
-      std::vector<pid_t> pids;
-      ~Busy() {
-        for (const pid_t pid : pids) {
-          kill(pid, SIGKILL);
-          waitpid(pid, nullptr, 0);
-        }
-      }
-    };
-    auto busy = std::make_unique<Busy>();
-    for (unsigned i = 0; i < 2 * std::max(1u, std::thread::hardware_concurrency()); ++i) {
-      const pid_t pid = fork();
-      QVERIFY(pid >= 0);
-      if (pid == 0)
-        for (volatile uint64_t x = 0;; x = x + 1) {
-        }  // until killed: nothing here takes a lock the forked threads may hold
-      busy->pids.push_back(pid);
-    }
-    const int tokens = 400;
-    const json req = {{"model", "tiny"}, {"prompt", "starved"}, {"max_tokens", tokens}, {"temperature", 0},
-                      {"ignore_eos", true}, {"stream", true}, {"stream_options", {{"include_usage", true}}}};
-    int64_t handoffs = 0;
-    bool ok = false;
-    std::vector<std::string> frames;
-    // A stream at a time until the handover came (the first almost always sees it).
-    for (int attempt = 0; attempt < 10 && handoffs == 0; ++attempt) {
-      auto c = local->client();
-      auto r = post(c, "/v1/completions", req);
-      if (!r || r->status != 200) break;
-      frames = testing::sseFrames(r->body, &ok);
-      handoffs = local->server().writerHandoffs() - before;
-    }
-    busy.reset();
-    QVERIFY(ok);
-    QCOMPARE(frames.back(), std::string("[DONE]"));
-    QCOMPARE(json::parse(frames[frames.size() - 2])["usage"]["completion_tokens"].get<int>(), tokens);
-    qInfo("writer handovers under busy cores: %lld", static_cast<long long>(handoffs));
-    QVERIFY(handoffs >= 1);
-    // A line for the operator per handover (serve prints it on stderr), told after the count.
-    const auto noticed = [&] {
-      std::lock_guard<std::mutex> lk(noticeMu);
-      return notices.size();
-    };
-    for (int i = 0; i < 500 && noticed() == 0; ++i) std::this_thread::sleep_for(std::chrono::milliseconds(10));
-    std::lock_guard<std::mutex> lk(noticeMu);
-    QVERIFY(!notices.empty() && int64_t(notices.size()) <= local->server().writerHandoffs() - before);
-    QVERIFY2(notices[0].find("starve the stream writer at nice 19") != std::string::npos, notices[0].c_str());
   }
 
   // Stopping the server with streams open ends them (their connection threads wait on the
