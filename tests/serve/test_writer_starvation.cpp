@@ -119,11 +119,13 @@ class TestWriterStarvation : public QObject {
   // nothing. Fails without the handover: the counter stays 0. (Busy threads in this process
   // would not do: the server's own load must not move the work, so they do not count.)
   //
-  // The writers and three busy processes share one CPU, the rest of this process runs on the
-  // others: the engine then makes tokens at its own pace and the writer, with a backlog, is
-  // starved whatever else the machine runs. (Unpinned, beside another CPU-bound test under
-  // `ctest -j2` the engine was starved too, the writer slept between its few tokens and woke
-  // with the scheduler's credit: no handover in 4 of 12 runs, one in CI.) On one CPU the busy
+  // The writers and six busy processes share one CPU, the rest of this process (a one-thread
+  // engine) runs on the others: the engine makes tokens at its own pace and the writer, with a
+  // backlog, is starved whatever else the machine runs. (Unpinned, beside another CPU-bound test
+  // under `ctest -j2`, the engine was starved too and the writer often was not: no handover in
+  // 4 of 12 runs, and one in CI.) Starved like this, the writer often runs once per stream, at
+  // its end; the neighbours' CPU must count from the stream's start for it to hand over
+  // (SseWriter::neighbours_: 7 of 10 runs without a handover before). On one CPU the busy
   // processes just outnumber the cores.
   void starvedWriterHandsOver() {
     if (!util::RunQueueWait().available()) QSKIP("no /proc/thread-self/schedstat: the writer cannot tell it is starved");
