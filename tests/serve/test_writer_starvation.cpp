@@ -196,8 +196,8 @@ class TestWriterStarvation : public QObject {
     QVERIFY(ok);
     QCOMPARE(frames.back(), std::string("[DONE]"));
     QCOMPARE(json::parse(frames[frames.size() - 2])["usage"]["completion_tokens"].get<int>(), tokens);
-    qInfo("writer handovers under busy cores (%s): %lld", pin ? "writers and 3 busy processes on one CPU" : "unpinned",
-          static_cast<long long>(handoffs));
+    qInfo("writer handovers under busy cores (%u busy processes, %s): %lld", busyCount,
+          pin ? "on the writers' CPU" : "unpinned", static_cast<long long>(handoffs));
     QVERIFY(handoffs >= 1);
     // A line for the operator per handover (serve prints it on stderr), told after the count.
     const auto noticed = [&] {
