@@ -33,7 +33,7 @@ namespace {
 std::unique_ptr<testing::LocalServer> startServer(const std::string& dir,
                                                  std::function<void(const std::string&)> notice = {}) {
   infer::SchedulerOptions so;
-  so.threads = 1;
+  so.threads = 1;  // pinned to one CPU beside another test, a two-thread step crew waited at its barrier (25 s a stream)
   so.maxBatch = 4;
   so.maxModelLen = 4096;
   so.prefillChunk = 16;
