@@ -44,7 +44,10 @@ std::string collapseReason(double perStreamTokS, int concurrency, const Collapse
                            (windowNote.empty() ? "" : " " + windowNote);
   const std::string at = " at concurrency " + std::to_string(concurrency);
   const double decode = perStreamTokS * concurrency;
-  const bool deliversMore = aggregateTokS > 0 && first.aggregateTokS > 0 && aggregateTokS > first.aggregateTokS;
+  const auto deliversMoreThan = [&](const CollapseBaseline::Level& l) {  // both known
+    return aggregateTokS > 0 && l.aggregateTokS > 0 && aggregateTokS > l.aggregateTokS;
+  };
+  const bool deliversMore = deliversMoreThan(first);
   if (perStreamTokS < fraction * first.perStreamTokS && decode <= first.perStreamTokS * first.concurrency &&
       !deliversMore) {
     const std::string base =
@@ -57,7 +60,7 @@ std::string collapseReason(double perStreamTokS, int concurrency, const Collapse
                 ? ", delivering " + fmtRate(aggregateTokS) + " tok/s, no more than its " + fmtRate(first.aggregateTokS)
                 : std::string());
   }
-  if (best && decode < kCollapseDrop * best->perStreamTokS * best->concurrency)
+  if (best && decode < kCollapseDrop * best->perStreamTokS * best->concurrency && !deliversMoreThan(*best))
     return head + at + ": " + together(concurrency, perStreamTokS) + " < " + fmtF(kCollapseDrop, 2) + " x the " +
            fmtRate(best->perStreamTokS * best->concurrency) + " of concurrency " + std::to_string(best->concurrency);
   return {};

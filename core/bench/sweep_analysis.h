@@ -37,7 +37,10 @@ struct CollapseBaseline {
 //    the streams' pace, the demo's 16-token one-stream level at 38.5k tok/s a stream while it
 //    delivered 5.1k, and sixteen streams delivering 17.2k looked like a collapse against it); or
 //  - the batch's decode rate fell: together under kCollapseDrop × the most that an earlier level
-//    of no more streams decoded together.
+//    of no more streams decoded together, nor delivering more output tok/s than that level did
+//    (when both are known, as above: a quick demo lab built beside other tests put one stream at
+//    26.8k tok/s from bursts while it delivered 4.7k, and four streams delivering 5.8k, 4.0k
+//    decoded together, stopped the sweep as a collapse).
 // A rate that falls per stream while the level as a whole decodes faster is saturation (the
 // knee), not a collapse. The seed's Spark row (3.2 tok/s at one stream, 12.1 together at c=4,
 // 0.7 per stream at c=8) is a collapse by the second test; the demo model on two cores (17.8k at

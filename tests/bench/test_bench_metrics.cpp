@@ -235,6 +235,21 @@ class TestBenchMetrics : public QObject {
     const auto delivered = collapseReason(394, 8, first, 0.1, {}, 2642);
     QVERIFY2(delivered.find(", delivering 2642 tok/s, no more than its 3278") != std::string::npos, delivered.c_str());
     QVERIFY(collapseReason(394, 8, first, 0.1, {}, 3300).empty());  // a little more: a rate shared out
+    // The same holds for the second test. A quick demo lab built beside other tests (CI): one
+    // stream at 26 829 tok/s read in bursts while it delivered 4 738; four streams at 1 001 each
+    // (4 003 together, under half of 26 829) delivered 5 805, more: no collapse.
+    CollapseBaseline busy;
+    busy.add(1, 26829, 4738);
+    QVERIFY2(collapseReason(1001, 4, busy, 0.1, {}, 5805).empty(), collapseReason(1001, 4, busy, 0.1, {}, 5805).c_str());
+    QVERIFY(!collapseReason(1001, 4, levels({{1, 26829}}), 0.1, {}, 5805).empty());  // its delivery unknown
+    // The Spark row with deliveries: at c=8, 5.6 together delivering less than c=4 did is still
+    // a collapse by the second test; delivering more than c=4 is not.
+    CollapseBaseline spark2;
+    spark2.add(1, 3.2, 3.0);
+    spark2.add(4, 12.1 / 4, 11.5);
+    const auto stillSpark = collapseReason(0.7, 8, spark2, 0.1, {}, 5.0);
+    QVERIFY2(stillSpark.find("< 0.50 x the 12.1 of concurrency 4") != std::string::npos, stillSpark.c_str());
+    QVERIFY(collapseReason(0.7, 8, spark2, 0.1, {}, 12.0).empty());
     // Only both sides known count: one unknown leaves the per-stream test alone.
     QVERIFY(!collapseReason(394, 8, first, 0.1).empty());
     QVERIFY(!collapseReason(394, 8, levels({{1, 4764}}), 0.1, {}, 3300).empty());
