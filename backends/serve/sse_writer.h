@@ -115,8 +115,12 @@ class SseWriter {
   // wants it, and only while a stream is attached (steps without one, say of requests that do
   // not stream, poke it too); passes further apart (a larger batch's steps, a larger model's)
   // find it asleep, as before. The poll and the handshake with poke() are the step crew's
-  // (util::awaitReady).
-  static constexpr std::chrono::microseconds kPollFor{100};
+  // (util::awaitReady). kPollFor was 100 µs, chosen where the demo model's one-stream steps
+  // came ~70 µs apart; on a VM where they take 120-140 µs no pass was polled for, and the
+  // wake path was again 4-5% of the server's perf samples. At 500 µs one stream's steps are
+  // polled for on either (16 of 16 alternations faster, median 1.09x; at 8, 16 and 32 streams
+  // no loss: README, thirty-seventh session); a pass further apart pays a wake of under 3%.
+  static constexpr std::chrono::microseconds kPollFor{500};
 
   // Two writer threads, one at nice 19 and one at the process's nice value; one works at a time
   // (active_), the other waits on turn_ (writer_thread.h says why and when they swap).
