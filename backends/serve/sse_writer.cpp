@@ -141,11 +141,9 @@ bool SseWriter::work(std::unique_lock<std::mutex>& lk, int role) {
     gap = lastPass == Clock::time_point{} ? Clock::duration::max() : now - lastPass;
     lastPass = now;
     // The other processes' CPU counts while there are streams to write (NeighbourLoad): from
-    // when serve() added the first, not from when this writer, perhaps starved, got to see it.
-    if (low && !idle && streams_.empty()) {
-      std::lock_guard<std::mutex> g(neighboursMu_);
-      neighbours_.pause();
-    }
+    // when serve() added the first, not from when this writer, perhaps starved, got to see it,
+    // until the pass that ends the last one (below). Only this writer removes streams, so a
+    // writer that was not idle still has some here.
     idle = streams_.empty();
     pass = streams_;
     lk.unlock();
