@@ -384,11 +384,26 @@ class TestOpenAiServer : public QObject {
       // falls behind and groups tokens on its own, and the bounds below count its writes.
       auto local = startServer(dir_, {}, 0, interval, holdMs, false);
       auto c = local->client();
-      const int64_t before = local->server().streamWrites();
-      auto r = post(c, "/v1/completions", sreq);
+      // Where tokens go as they come (interval 1, or no hold), a writer that gets no core for
+      // the whole stream (a few milliseconds here) still writes it once, at its end: seen once
+      // under ctest -j2, "1 writes for 845 token frames". So such a stream is asked for again,
+      // up to four more times, until one is written in more than two writes.
+      const bool asTheyCome = interval == 1 || holdMs == 0;
+      int64_t writes = 0;
+      const auto ask = [&] {
+        const int64_t before = local->server().streamWrites();
+        auto got = post(c, "/v1/completions", sreq);
+        writes = local->server().streamWrites() - before;
+        return got;
+      };
+      httplib::Result r = ask();
+      for (int again = 0; again < 4 && asTheyCome && r && writes <= 2; ++again) {
+        qInfo("stream interval %d, hold %d ms: the stream went out in %lld writes; again", interval, holdMs,
+              static_cast<long long>(writes));
+        r = ask();
+      }
       QVERIFY(r);
       QCOMPARE(r->status, 200);
-      const int64_t writes = local->server().streamWrites() - before;
       bool ok = false;
       const auto frames = testing::sseFrames(r->body, &ok);
       QVERIFY2(ok, r->body.c_str());
@@ -405,7 +420,7 @@ class TestOpenAiServer : public QObject {
       qInfo("stream interval %d, hold %d ms: %lld writes for %lld token frames", interval, holdMs,
             static_cast<long long>(writes), static_cast<long long>(tokenFrames));
       QVERIFY(writes >= 1);
-      if (interval == 1 || holdMs == 0) QVERIFY(writes > 2);
+      if (asTheyCome) QVERIFY(writes > 2);
       else if (interval == 5000) QVERIFY(writes <= 2);
       else QVERIFY(writes <= 2 + (tokenFrames + 5) / 6);
     }
