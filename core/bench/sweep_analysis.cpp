@@ -47,9 +47,8 @@ std::string collapseReason(double perStreamTokS, int concurrency, const Collapse
   const auto deliversMoreThan = [&](const CollapseBaseline::Level& l) {  // both known
     return aggregateTokS > 0 && l.aggregateTokS > 0 && aggregateTokS > l.aggregateTokS;
   };
-  const bool deliversMore = deliversMoreThan(first);
   if (perStreamTokS < fraction * first.perStreamTokS && decode <= first.perStreamTokS * first.concurrency &&
-      !deliversMore) {
+      !deliversMoreThan(first)) {
     const std::string base =
         first.concurrency == 1 ? "1-stream" : "concurrency " + std::to_string(first.concurrency) + "'s";
     return head + " < " + fmtF(fraction, 2) + " x " + base + " " + fmtRate(first.perStreamTokS) + " tok/s" + at +

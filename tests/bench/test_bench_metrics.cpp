@@ -240,7 +240,8 @@ class TestBenchMetrics : public QObject {
     // (4 003 together, under half of 26 829) delivered 5 805, more: no collapse.
     CollapseBaseline busy;
     busy.add(1, 26829, 4738);
-    QVERIFY2(collapseReason(1001, 4, busy, 0.1, {}, 5805).empty(), collapseReason(1001, 4, busy, 0.1, {}, 5805).c_str());
+    const auto busyReason = collapseReason(1001, 4, busy, 0.1, {}, 5805);
+    QVERIFY2(busyReason.empty(), busyReason.c_str());
     QVERIFY(!collapseReason(1001, 4, levels({{1, 26829}}), 0.1, {}, 5805).empty());  // its delivery unknown
     // The Spark row with deliveries: at c=8, 5.6 together delivering less than c=4 did is still
     // a collapse by the second test; delivering more than c=4 is not.
