@@ -28,8 +28,9 @@
 // workers cost this program too (on the 2-core VM, demo model, bf16, 32 streams: 15-19k tok/s
 // with libgomp's default, 13k with OMP_WAIT_POLICY=ACTIVE, 18-23k passive).
 // The first line reports the machine's compute peak the program measures (bf16 or f32 GEMM
-// through ATen and through our kernels, all threads); each level's "rates" give the decode
-// products' GFLOP/s and their share of it (bench_support.h: decodeRates).
+// through ATen and through our kernels, all threads) and its arithmetic peak (multiply-adds on
+// registers, all threads); each level's "rates" give the decode products' GFLOP/s and their
+// share of each (bench_support.h: decodeRates).
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <nlohmann/json.hpp>
@@ -61,7 +62,7 @@ struct Options {
   int tokens = 128, threads = 0, maxBatch = 0, rounds = 1;
   int prefillChunk = infer::SchedulerOptions{}.prefillChunk, stepwisePrefill = infer::SchedulerOptions{}.stepwisePrefill;
   bool peak = true;
-  double peakGflops = 0;  // measured at start (--peak on)
+  benchsupport::Peaks peaks;  // measured at start (--peak on)
 };
 
 Options parse(int argc, char** argv) {
@@ -193,7 +194,7 @@ json runLevel(infer::BatchScheduler& engine, const Options& o, int level, const 
           {"prefill_steps", after.prefillSteps - before.prefillSteps},
           {"stepwise_prefill_steps", after.fusedPrefillSteps - before.fusedPrefillSteps},
           {"decode_paths", after.decodePaths},
-          {"rates", benchsupport::decodeRates(before, after, double(total - streamCount), engine.config(), o.peakGflops)},
+          {"rates", benchsupport::decodeRates(before, after, double(total - streamCount), engine.config(), o.peaks)},
           {"time_share",
            {{"prefill", share(after.prefillS - before.prefillS)},
             {"decode_forward", share(after.decodeS - before.decodeS)},
@@ -236,7 +237,7 @@ int main(int argc, char** argv) {
     if (o.peak) {
       const json p = benchsupport::computePeak(o.dtype == "bf16" ? at::kBFloat16 : at::kFloat);
       std::cout << p.dump() << std::endl;
-      o.peakGflops = p["peak_gflop_s"].get<double>();
+      o.peaks = benchsupport::Peaks::of(p);
     }
     // One-time setup out of the measured levels: the widest level once, whole, so that every
     // row's KV-cache pages are touched before any level is timed (a first touch is slow on a VM:

@@ -8,12 +8,13 @@
 //               [--prompt-len 32] [--dtype f32|bf16] [--max-batch 32] [--threads T] [--load map|copy]
 //               [--modes merged,runtime] [--peak on|off] [--decode-path auto|fused|fused-split|op-by-op]
 //               [--stream-interval N]
-// Prints the compute peak it measures, one JSON line per (mode, level) and a summary line with
+// Prints the compute peaks it measures (the best product and the arithmetic peak: multiply-adds
+// on registers, every thread; bench_support.h), one JSON line per (mode, level) and a summary line with
 // the ratios. Each level's line says where the time went: the process's CPU seconds by thread
 // (the engine thread and its OpenMP workers, the HTTP server's threads, the client's), the
 // engine thread's wall-time shares (prefill, the decode forward and inside it the fused step's
 // weight products / runtime LoRA / attention / rest, LM head, sampling, handing tokens to the
-// server), and the decode products' GFLOP/s as a share of the measured peak (bench_support.h:
+// server), and the decode products' GFLOP/s as a share of each measured peak (bench_support.h:
 // decodeRates). Runs with OMP_WAIT_POLICY=PASSIVE unless set, as `crosslab-cli serve` does.
 #include <httplib.h>
 #include <nlohmann/json.hpp>
@@ -136,7 +137,7 @@ json runLevel(int port, const std::string& model, const Options& o, int streams,
 // Where one level's time went (see the header).
 json timeSplit(const infer::SchedulerStats& a, const infer::SchedulerStats& b, const std::map<std::string, double>& cpu0,
                const std::map<std::string, double>& cpu1, double clientCpu, double wall, long tokens, int streams,
-               const model::ModelConfig& config, double peakGflops) {
+               const model::ModelConfig& config, const benchsupport::Peaks& peaks) {
   double engine = 0, other = 0;
   for (const auto& [name, seconds] : cpu1) {
     if (name == "bench-client") continue;  // ended threads: counted by the clients themselves
@@ -160,14 +161,14 @@ json timeSplit(const infer::SchedulerStats& a, const infer::SchedulerStats& b, c
             {"sampling", share(a.sampleS, b.sampleS)},
             {"emit_to_server", share(a.emitS, b.emitS)},
             {"waiting", wall > 0 ? 1.0 - busy / wall : 0.0}}},
-          {"rates", benchsupport::decodeRates(a, b, decoded, config, peakGflops)},
+          {"rates", benchsupport::decodeRates(a, b, decoded, config, peaks)},
           {"fused_steps", b.fusedSteps - a.fusedSteps},
           {"split_steps", b.splitSteps - a.splitSteps},
           {"op_by_op_steps", b.opByOpSteps - a.opByOpSteps},
           {"decode_paths", b.decodePaths}};
 }
 
-std::map<int, double> runMode(const Options& o, bool merged, double peakGflops) {
+std::map<int, double> runMode(const Options& o, bool merged, const benchsupport::Peaks& peaks) {
   infer::SchedulerOptions so;
   so.maxBatch = o.maxBatch;
   so.maxModelLen = o.promptLen + o.tokens + 8;
@@ -202,7 +203,7 @@ std::map<int, double> runMode(const Options& o, bool merged, double peakGflops) 
     json j = runLevel(port, "adapter", o, level, vocab);
     j["time_split"] = timeSplit(before, engine->stats(), cpu0, benchsupport::cpuByThreadName(), j["client_cpu_s"].get<double>(),
                                 j["duration_s"].get<double>(),
-                                j["output_tokens"].get<long>(), level * o.rounds, engine->config(), peakGflops);
+                                j["output_tokens"].get<long>(), level * o.rounds, engine->config(), peaks);
     j["mode"] = merged ? "merged" : "runtime";
     j["max_batch_seen"] = engine->stats().maxBatchSeen;
     j["model"] = o.model;
@@ -223,15 +224,15 @@ int main(int argc, char** argv) {
   std::signal(SIGPIPE, SIG_IGN);
   try {
     const Options o = parse(argc, argv);
-    double peak = 0;
+    benchsupport::Peaks peaks;
     if (o.peak) {
       at::set_num_threads(o.threads > 0 ? o.threads : int(std::max(1u, std::thread::hardware_concurrency())));
       const json p = benchsupport::computePeak(o.dtype == "bf16" ? at::kBFloat16 : at::kFloat);
       std::cout << p.dump() << std::endl;
-      peak = p["peak_gflop_s"].get<double>();
+      peaks = benchsupport::Peaks::of(p);
     }
     std::map<std::string, std::map<int, double>> rates;
-    for (const auto& mode : o.modes) rates[mode] = runMode(o, mode == "merged", peak);
+    for (const auto& mode : o.modes) rates[mode] = runMode(o, mode == "merged", peaks);
     json summary = {{"model", o.model}, {"dtype", o.dtype}};
     for (int level : o.levels)
       for (const auto& [mode, r] : rates) {
