@@ -4,9 +4,9 @@
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
 #include <dirent.h>
+#include <immintrin.h>
 #include <nlohmann/json.hpp>
 #include <time.h>
-#include <immintrin.h>
 #include <unistd.h>
 
 #include <algorithm>
