@@ -306,28 +306,16 @@ CROSSLAB_AVX2_TARGET void avx2RowsOf(const T* w, int64_t rows, const X* xs, int6
   }
 }
 
-// bf16 X is read as fp32: the caller's copy (MatmulRows::widened) where it holds one, else one
-// made here per call. Widening X's values at every use took a ninth of the four-by-two loop's
-// vector work, and the LM head's rows come without a copy (llama.cpp, projectRows). The values
-// are exact, so the products are the same bits. `taskset -c 1 matmul_bench`, bf16 W and X, 32
-// rows, three alternations (with the loads kept in registers above in both): the 128256 x 768
-// LM head 57 -> 70-73 GFLOP/s, 8 rows 48 -> 57, 1 row the same. `serve_bench` on `small`
-// bf16 at 32 streams, before both changes and after, alternated three times: 279-307 ->
-// 303-325 tok/s, the LM head 97-107 -> 109-116 GFLOP/s on two threads.
+// bf16 X given as fp32 (MatmulRows::widened) is read as it is: the widening of X's values at
+// every use is gone (a ninth of the four-by-two loop's vector work); the products are the same.
 template <class T>
 CROSSLAB_AVX2_TARGET void avx2Rows(const T* w, int64_t rows, const MatmulRows<T>& x, float* y, int64_t ldy) {
-  if constexpr (std::is_same_v<T, float>) {
+  if constexpr (std::is_same_v<T, float>)
     avx2RowsOf(w, rows, x.x, x.n, x.k, y, ldy);
-  } else if (x.widened) {
+  else if (x.widened)
     avx2RowsOf(w, rows, x.widened, x.n, x.k, y, ldy);
-  } else {
-    thread_local std::vector<float> wide;  // grown, never shrunk
-    const int64_t count = x.n * x.k, count8 = count / 8 * 8;
-    if (wide.size() < size_t(count)) wide.resize(size_t(count));
-    for (int64_t i = 0; i < count8; i += 8) _mm256_storeu_ps(wide.data() + i, load8(x.x + i));
-    for (int64_t i = count8; i < count; ++i) wide[size_t(i)] = toFloat(x.x[i]);
-    avx2RowsOf(w, rows, static_cast<const float*>(wide.data()), x.n, x.k, y, ldy);
-  }
+  else
+    avx2RowsOf(w, rows, x.x, x.n, x.k, y, ldy);
 }
 
 }  // namespace
