@@ -461,9 +461,12 @@ CROSSLAB_AVX2_TARGET void weightedRowsAvx2(const float* p, int64_t heads, int64_
       two ? weightedSpan<2, 4>(ph, ps, v, len, hd, oh, d0, ahead) : weightedSpan<1, 4>(ph, ps, v, len, hd, oh, d0, ahead);
     for (; d0 < hd8; d0 += 8)
       two ? weightedSpan<2, 1>(ph, ps, v, len, hd, oh, d0, ahead) : weightedSpan<1, 1>(ph, ps, v, len, hd, oh, d0, ahead);
-    for (int64_t g = h; g < h + (two ? 2 : 1); ++g)
-      for (int64_t t = 0; t < len; ++t)
-        for (int64_t d = hd8; d < hd; ++d) out[g * hd + d] += p[g * ps + t] * toFloat(v[t * hd + d]);
+    // The outputs past the last eight, if any: without the check GCC kept the loop over t with
+    // nothing in it (hd 32: 4.6% of `perf`'s samples in a 32-stream demo-model run)
+    if (hd8 < hd)
+      for (int64_t g = h; g < h + (two ? 2 : 1); ++g)
+        for (int64_t t = 0; t < len; ++t)
+          for (int64_t d = hd8; d < hd; ++d) out[g * hd + d] += p[g * ps + t] * toFloat(v[t * hd + d]);
     h += two ? 2 : 1;
   }
 }
