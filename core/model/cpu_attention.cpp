@@ -334,23 +334,6 @@ void weightedRowsPortable(const float* p, int64_t heads, int64_t ps, const T* v,
 // Without AVX-512, on a CPU with AVX2: the portable loops' sums bit for bit, eight at a time.
 // Scores: eight positions a lane each, every lane's sum over d in order (an 8 x 8 block of keys
 // transposed so that one vector holds eight positions' values at one d).
-CROSSLAB_AVX2_TARGET inline void transpose8(__m256 (&r)[8]) {
-  __m256 t[8], u[8];
-  for (int i = 0; i < 4; ++i) {
-    t[2 * i] = _mm256_unpacklo_ps(r[2 * i], r[2 * i + 1]);
-    t[2 * i + 1] = _mm256_unpackhi_ps(r[2 * i], r[2 * i + 1]);
-  }
-  for (int i = 0; i < 2; ++i) {
-    u[4 * i] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(1, 0, 1, 0));
-    u[4 * i + 1] = _mm256_shuffle_ps(t[4 * i], t[4 * i + 2], _MM_SHUFFLE(3, 2, 3, 2));
-    u[4 * i + 2] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(1, 0, 1, 0));
-    u[4 * i + 3] = _mm256_shuffle_ps(t[4 * i + 1], t[4 * i + 3], _MM_SHUFFLE(3, 2, 3, 2));
-  }
-  for (int i = 0; i < 4; ++i) {
-    r[i] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x20);
-    r[i + 4] = _mm256_permute2f128_ps(u[i], u[i + 4], 0x31);
-  }
-}
 
 // kt[d * 8 + i] = row i's value at d, for eight cached rows and every d (k: the first row).
 template <class T>
@@ -360,7 +343,7 @@ CROSSLAB_AVX2_TARGET void transposeRows8(const T* k, int64_t hd, float* kt) {
     __m256 r[8];
     #pragma GCC unroll 8
     for (int i = 0; i < 8; ++i) r[i] = simd::load8(k + i * hd + d0);
-    transpose8(r);  // r[j]: the eight rows' values at d0 + j
+    simd::transpose8(r);  // r[j]: the eight rows' values at d0 + j
     #pragma GCC unroll 8
     for (int j = 0; j < 8; ++j) _mm256_store_ps(kt + (d0 + j) * 8, r[j]);
   }
