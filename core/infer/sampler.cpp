@@ -61,14 +61,68 @@ __attribute__((target("avx512f"))) int64_t argmaxKernel(const float* v, int64_t 
   return argmaxScalar(v, n, i, r);
 }
 
+// The same on AVX2 (no AVX-512), four vectors of eight lanes, each lane over every 32nd value
+// from its own: four running maxima that do not wait on each other (one compare and blend a
+// step: 3-4 cycles in a chain). Merged as above, by value and then the smaller index, the
+// forward scan's answer. `tiny` at 32 streams spent a quarter of each decode step in the scalar
+// scan on this project's AVX2-only VM.
+__attribute__((target("avx2"))) int64_t argmaxAvx2(const float* v, int64_t n) {
+  constexpr int kVectors = 4;
+  __m256 best[kVectors];
+  __m256i bestIdx[kVectors], idx[kVectors];
+  for (int j = 0; j < kVectors; ++j) {
+    best[j] = _mm256_set1_ps(-INFINITY);
+    bestIdx[j] = _mm256_setzero_si256();
+    idx[j] = _mm256_add_epi32(_mm256_setr_epi32(0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32(8 * j));
+  }
+  const __m256i step = _mm256_set1_epi32(8 * kVectors);
+  __m256 nan = _mm256_setzero_ps();
+  int64_t i = 0;
+  for (; i + 8 * kVectors <= n; i += 8 * kVectors)
+#pragma GCC unroll 4
+    for (int j = 0; j < kVectors; ++j) {
+      const __m256 x = _mm256_loadu_ps(v + i + 8 * j);
+      nan = _mm256_or_ps(nan, _mm256_cmp_ps(x, x, _CMP_UNORD_Q));
+      const __m256 gt = _mm256_cmp_ps(x, best[j], _CMP_GT_OQ);
+      best[j] = _mm256_blendv_ps(best[j], x, gt);
+      bestIdx[j] = _mm256_blendv_epi8(bestIdx[j], idx[j], _mm256_castps_si256(gt));
+      idx[j] = _mm256_add_epi32(idx[j], step);
+    }
+  if (_mm256_movemask_ps(nan)) return argmaxScalar(v, n, 1, 0);
+  alignas(32) float lanes[8 * kVectors];
+  alignas(32) int32_t where[8 * kVectors];
+  for (int j = 0; j < kVectors; ++j) {
+    _mm256_store_ps(lanes + 8 * j, best[j]);
+    _mm256_store_si256(reinterpret_cast<__m256i*>(where + 8 * j), bestIdx[j]);
+  }
+  int64_t r = where[0];
+  float m = lanes[0];
+  for (int l = 1; l < 8 * kVectors; ++l)
+    if (lanes[l] > m || (lanes[l] == m && where[l] < r)) {
+      m = lanes[l];
+      r = where[l];
+    }
+  return argmaxScalar(v, n, i, r);
+}
+
 }  // namespace
 
-int32_t argmax(const float* logits, size_t n) {
+namespace detail {
+int32_t argmaxOn(ArgmaxPath path, const float* logits, size_t n) {
   if (n <= 1) return 0;
-  static const bool avx512 = __builtin_cpu_supports("avx512f");
-  // the kernel's lanes count positions in 32 bits
-  if (!avx512 || n < 32 || n > size_t(INT32_MAX)) return static_cast<int32_t>(argmaxScalar(logits, int64_t(n), 1, 0));
-  return static_cast<int32_t>(argmaxKernel(logits, int64_t(n)));
+  // the kernels' lanes count positions in 32 bits
+  if (path == ArgmaxPath::Scalar || n < 32 || n > size_t(INT32_MAX))
+    return static_cast<int32_t>(argmaxScalar(logits, int64_t(n), 1, 0));
+  return static_cast<int32_t>(path == ArgmaxPath::Avx512 ? argmaxKernel(logits, int64_t(n))
+                                                         : argmaxAvx2(logits, int64_t(n)));
+}
+}  // namespace detail
+
+int32_t argmax(const float* logits, size_t n) {
+  static const detail::ArgmaxPath path = __builtin_cpu_supports("avx512f") ? detail::ArgmaxPath::Avx512
+                                         : __builtin_cpu_supports("avx2")  ? detail::ArgmaxPath::Avx2
+                                                                           : detail::ArgmaxPath::Scalar;
+  return detail::argmaxOn(path, logits, n);
 }
 
 Sampler::Sampler(const SamplingParams& params) : params_(params), rng_(params.seed) {

@@ -30,7 +30,13 @@ class Sampler {
 
 // The first index of the maximum, as torch.argmax: the index a forward scan keeping the first
 // strictly greater value finds (NaNs never chosen, but index 0 when logits[0] is NaN; 0 for
-// n <= 1). AVX-512 where the CPU has it.
+// n <= 1). AVX-512 where the CPU has it, else AVX2 where it has that.
 int32_t argmax(const float* logits, size_t n);
+
+namespace detail {
+// For tests: argmax on a given path (Avx512 and Avx2 only where the CPU has them).
+enum class ArgmaxPath { Avx512, Avx2, Scalar };
+int32_t argmaxOn(ArgmaxPath path, const float* logits, size_t n);
+}  // namespace detail
 
 }  // namespace crosslab::infer

@@ -539,9 +539,14 @@ class TestCpuMatmul : public QObject {
   }
 
   // Greedy sampling's argmax: the index a forward scan keeping the first strictly greater value
-  // finds, on every length around the 16-lane blocks and a 128K vocabulary, with ties (the
-  // first wins, -0 and +0 equal), infinities, all -inf, and NaN at the start, inside and last.
+  // finds, on every length around the 16-lane (AVX-512) and 4 x 8-lane (AVX2) blocks and a 128K
+  // vocabulary, with ties (the first wins, -0 and +0 equal), infinities, all -inf, and NaN at the
+  // start, inside and last; on each path the CPU has, and through argmax() itself.
   void greedyArgmaxIsTheForwardScan() {
+    using crosslab::infer::detail::ArgmaxPath;
+    std::vector<ArgmaxPath> paths{ArgmaxPath::Scalar};
+    if (__builtin_cpu_supports("avx2")) paths.push_back(ArgmaxPath::Avx2);
+    if (__builtin_cpu_supports("avx512f")) paths.push_back(ArgmaxPath::Avx512);
     const auto scan = [](const std::vector<float>& v, int64_t n) {
       int64_t b = 0;
       for (int64_t i = 1; i < n; ++i)
@@ -551,7 +556,7 @@ class TestCpuMatmul : public QObject {
     std::mt19937 rng(11);
     std::normal_distribution<float> normal;
     int cases = 0;
-    for (int64_t n : {1, 2, 15, 16, 17, 31, 32, 33, 47, 64, 100, 964, 128256})
+    for (int64_t n : {1, 2, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 96, 100, 127, 964, 128256})
       for (int kind = 0; kind < 12; ++kind) {
         std::vector<float> v(static_cast<size_t>(n));
         for (auto& x : v) x = kind == 1 ? 1.0f : kind == 2 ? -INFINITY : float(int(normal(rng) * 3));  // many ties
@@ -573,14 +578,18 @@ class TestCpuMatmul : public QObject {
           v[size_t(n - 1)] = -1e38f;
         }
         QCOMPARE(int64_t(crosslab::infer::argmax(v.data(), size_t(n))), scan(v, n));
+        for (ArgmaxPath path : paths)
+          QVERIFY2(int64_t(crosslab::infer::detail::argmaxOn(path, v.data(), size_t(n))) == scan(v, n),
+                   qPrintable(QString("path %1, n %2, kind %3").arg(int(path)).arg(n).arg(kind)));
         ++cases;
       }
-    QCOMPARE(cases, 13 * 12);
+    QCOMPARE(cases, 17 * 12);
     // the maximum twice, in lane 1 (index 17) and lane 0 (index 32): the lanes' merge must
-    // prefer the smaller index, not the lower lane
+    // prefer the smaller index, not the lower lane (AVX2: the third vector's lane 1 and the
+    // first vector's lane 0 of the next block)
     std::vector<float> twice(100, 0.0f);
     twice[17] = twice[32] = 1e30f;
-    QCOMPARE(crosslab::infer::argmax(twice.data(), 100), int32_t(17));
+    for (ArgmaxPath path : paths) QCOMPARE(crosslab::infer::detail::argmaxOn(path, twice.data(), 100), int32_t(17));
   }
 
 };
