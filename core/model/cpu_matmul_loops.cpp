@@ -60,8 +60,8 @@ CROSSLAB_AVX2_TARGET inline float finishSum(__m256 acc, const T* row, const X* x
 // A four-by-two tile's eight sums (four W rows, w0 the first, against x0 then x1: r = a0..a3,
 // b0..b3), finished as finishSum finishes each: the tail's products in order, then the lanes in
 // order. All eight at once, a sum per vector lane (the lanes transposed), instead of eight
-// stores and 64 scalar adds, which took about a third of the tile at k = 128 (the demo model's
-// products).
+// stores, 64 loads and 64 scalar adds: by count about a third of the loop's instructions at
+// k = 128 (the demo model's products) and two thirds at k = 64 (`tiny`'s LM head).
 template <class T, class X>
 CROSSLAB_AVX2_TARGET inline void finishEight(__m256 (&r)[8], const T* w0, const X* x0, const X* x1, int64_t k8,
                                              int64_t k, float* y0, float* y1) {
