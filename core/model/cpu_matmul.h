@@ -51,7 +51,8 @@ struct MatmulRows {
   int64_t n, k;
   const T* packed = nullptr;  // n >= 16: chunks of up to 64 rows, k-interleaved (see cpu_matmul.cpp)
   // bf16: x's values as fp32 (exact), where the caller holds them so (the fused step's
-  // activations); the AVX2 loop reads these instead of widening x at every use. nullptr: none.
+  // activations, projectRows' rows without the AVX-512 BF16 kernels); the AVX2 loop reads these
+  // instead of widening x at every use. nullptr: none.
   const float* widened = nullptr;
 
  private:

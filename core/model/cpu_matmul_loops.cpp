@@ -336,9 +336,7 @@ CROSSLAB_AVX2_TARGET void avx2RowsOf(const T* w, int64_t rows, const X* xs, int6
 // every use is gone (a ninth of the four-by-two loop's vector work); the products are the same.
 template <class T>
 CROSSLAB_AVX2_TARGET void avx2Rows(const T* w, int64_t rows, const MatmulRows<T>& x, float* y, int64_t ldy) {
-  if constexpr (std::is_same_v<T, float>)
-    avx2RowsOf(w, rows, x.x, x.n, x.k, y, ldy);
-  else if (x.widened)
+  if (x.widened)
     avx2RowsOf(w, rows, x.widened, x.n, x.k, y, ldy);
   else
     avx2RowsOf(w, rows, x.x, x.n, x.k, y, ldy);
