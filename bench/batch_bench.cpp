@@ -6,12 +6,15 @@
 //   batch_bench --model DIR [--dtype f32|bf16] [--levels 1,8,32] [--tokens N] [--prompt-ids JSON]
 //               [--lora DIR --lora-mode merged|runtime] [--threads T] [--load map|copy]
 //               [--decode-path auto|fused|fused-split|op-by-op] [--max-batch N] [--prefill-chunk N]
-//               [--stepwise-prefill N] [--peak on|off] [--rounds K]
+//               [--stepwise-prefill N] [--peak on|off] [--rounds K] [--max-model-len N]
 //
 // Per level, N identical greedy requests (ignore EOS, --tokens each) are submitted at once;
 // with --rounds K, K such waves back to back, each submitted when the last one has ended (as
 // `crosslab-cli bench` at concurrency N sends its max(8, 2N) requests of one length), and the
 // figures below are over all of them (windows and walls summed, percentiles pooled).
+// --max-model-len: the KV cache's positions per row (default: the prompt, --tokens and 8), e.g.
+// `serve`'s default of the model's own limit: each row's keys then lie that many positions
+// apart (the demo model in f32 at 2048: 256 KiB, a power of two).
 // One JSON line per level:
 //   decode_tok_s   tokens per second while every stream decodes: tokens stamped after the last
 //                  stream's first token and up to the first stream's last, over that window —
@@ -59,7 +62,7 @@ struct Options {
   std::string model, dtype = "f32", lora, loraMode = "runtime", load = "map", decodePath = "auto";
   std::vector<int> levels = {1, 8, 32};
   std::vector<int32_t> prompt = {128000, 9906, 11, 1917, 0};
-  int tokens = 128, threads = 0, maxBatch = 0, rounds = 1;
+  int tokens = 128, threads = 0, maxBatch = 0, rounds = 1, maxModelLen = 0;
   int prefillChunk = infer::SchedulerOptions{}.prefillChunk, stepwisePrefill = infer::SchedulerOptions{}.stepwisePrefill;
   bool peak = true;
   benchsupport::Peaks peaks;  // measured at start (--peak on)
@@ -79,6 +82,7 @@ Options parse(int argc, char** argv) {
     else if (k == "--threads") o.threads = std::stoi(v);
     else if (k == "--max-batch") o.maxBatch = std::stoi(v);
     else if (k == "--rounds") o.rounds = std::stoi(v);
+    else if (k == "--max-model-len") o.maxModelLen = std::stoi(v);
     else if (k == "--prefill-chunk") o.prefillChunk = std::stoi(v);
     else if (k == "--stepwise-prefill") o.stepwisePrefill = std::stoi(v);
     else if (k == "--peak") o.peak = v != "off";
@@ -216,7 +220,7 @@ int main(int argc, char** argv) {
     Options o = parse(argc, argv);
     infer::SchedulerOptions so;
     so.maxBatch = o.maxBatch > 0 ? o.maxBatch : *std::max_element(o.levels.begin(), o.levels.end());
-    so.maxModelLen = int(o.prompt.size()) + o.tokens + 8;
+    so.maxModelLen = o.maxModelLen > 0 ? o.maxModelLen : int(o.prompt.size()) + o.tokens + 8;
     so.prefillChunk = o.prefillChunk;
     so.stepwisePrefill = o.stepwisePrefill;
     so.dtype = o.dtype;
