@@ -365,6 +365,24 @@ template <int B, class T>
 CROSSLAB_AVX2_TARGET inline void scoreBlocks(const float* qh, const T* kt, int64_t hd, float* sh) {
   simd::broadcastSums<B>(KeyBlocks<T>{kt, hd}, hd, qh, sh);
 }
+// The same sums, pacing `ahead` by the bytes each step of d reads: a line or two requested per
+// step instead of a block group's 64 at once, which filled the core's queue of misses and
+// stalled its own loads (`perf`: ~29% of dotKeyBlocks' samples on the burst's prefetches).
+template <int B, class T>
+CROSSLAB_AVX2_TARGET inline void scoreBlocksPaced(const float* qh, const T* kt, int64_t hd, float* sh, Ahead& ahead) {
+  const KeyBlocks<T> src{kt, hd};
+  __m256 acc[B];
+#pragma GCC unroll 8
+  for (int g = 0; g < B; ++g) acc[g] = _mm256_setzero_ps();
+  for (int64_t i = 0; i < hd; ++i) {
+    ahead.pace(B * 8 * int64_t(sizeof(T)));
+    const __m256 xi = _mm256_set1_ps(qh[i]);
+#pragma GCC unroll 8
+    for (int g = 0; g < B; ++g) acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(xi, src.at(i, g)));
+  }
+#pragma GCC unroll 8
+  for (int g = 0; g < B; ++g) _mm256_storeu_ps(sh + 8 * g, acc[g]);
+}
 
 // Scores: the cached rows transposed eight at a time (up to four blocks, once for all the
 // heads), then each head's scores a lane per row.
@@ -410,7 +428,9 @@ CROSSLAB_AVX2_TARGET inline void weightedSpan(const float* p, int64_t ps, const 
     #pragma GCC unroll 8
     for (int j = 0; j < W; ++j) a[h][j] = _mm256_loadu_ps(out + h * hd + d0 + 8 * j);
   for (int64_t t = 0; t < len; ++t) {
-    if (t % 16 == 0) ahead.pace(std::min<int64_t>(16, len - t) * 8 * W * int64_t(sizeof(T)));  // what they read here
+    // what they read here, every second position (every sixteenth until 2026-12-07: bursts of
+    // 32 requested lines, ~18% of weightedSpan's samples)
+    if (t % 2 == 0) ahead.pace(std::min<int64_t>(2, len - t) * 8 * W * int64_t(sizeof(T)));
     const T* vt = v + t * hd + d0;
     __m256 x[W];
     #pragma GCC unroll 8
@@ -466,16 +486,20 @@ CROSSLAB_AVX2_TARGET void dotKeyBlocksAvx2(const float* q, int64_t heads, const 
     const int n = int(std::min<int64_t>(kBlocks, blocks - b0));
     const T* kt = kb + b0 * hd * 8;
     const int64_t t0 = 8 * b0, valid = std::min<int64_t>(8 * n, len - t0);
-    ahead.pace(valid * hd * int64_t(sizeof(T)));
     for (int64_t h = 0; h < heads; ++h) {
       const float* qh = q + h * hd;
       alignas(32) float part[8 * kBlocks];
       float* sh = valid == 8 * n ? s + h * ss + t0 : part;
-      switch (n) {
-        case 4: scoreBlocks<4>(qh, kt, hd, sh); break;
-        case 3: scoreBlocks<3>(qh, kt, hd, sh); break;
-        case 2: scoreBlocks<2>(qh, kt, hd, sh); break;
-        default: scoreBlocks<1>(qh, kt, hd, sh); break;
+      if (h == 0 && valid == 8 * kBlocks) {  // the first pass paces the read-ahead as it goes
+        scoreBlocksPaced<kBlocks>(qh, kt, hd, sh, ahead);
+      } else {
+        if (h == 0) ahead.pace(valid * hd * int64_t(sizeof(T)));
+        switch (n) {
+          case 4: scoreBlocks<4>(qh, kt, hd, sh); break;
+          case 3: scoreBlocks<3>(qh, kt, hd, sh); break;
+          case 2: scoreBlocks<2>(qh, kt, hd, sh); break;
+          default: scoreBlocks<1>(qh, kt, hd, sh); break;
+        }
       }
       if (sh == part) std::copy(part, part + valid, s + h * ss + t0);
     }
