@@ -88,7 +88,7 @@ CROSSLAB_AVX2_TARGET inline void finishEight(__m256 (&r)[8], const T* w0, const 
 // matmul_bench --dtypes f32,bf16 --repeats 5 --shapes 128:128:1,384:128:1,964:128:1,2048:768:1,
 // 128:128:9`, old and new alternated three times: bf16 at one X row 1.07-1.19x on the three
 // k = 128 shapes and at 9 rows (widened, the odd last row) 1.07-1.14x; f32 at one row
-// 1.03-1.29x in eight of nine pairs (one 0.76x); 2048 x 768 within noise.
+// 1.03-1.29x in seven of nine pairs (the other two 0.98x and 0.76x); 2048 x 768 within noise.
 template <class T, class X>
 CROSSLAB_AVX2_TARGET inline void finishFour(__m256 a0, __m256 a1, __m256 a2, __m256 a3, const T* w0, const X* xb,
                                             int64_t k8, int64_t k, float* y) {
