@@ -361,27 +361,20 @@ struct KeyBlocks {
   int64_t hd;
   CROSSLAB_AVX2_TARGET __m256 at(int64_t d, int b) const { return simd::load8(kt + (b * hd + d) * 8); }
 };
-template <int B, class T>
-CROSSLAB_AVX2_TARGET inline void scoreBlocks(const float* qh, const T* kt, int64_t hd, float* sh) {
-  simd::broadcastSums<B>(KeyBlocks<T>{kt, hd}, hd, qh, sh);
+template <int B, class T, class Step = simd::NoStep>
+CROSSLAB_AVX2_TARGET inline void scoreBlocks(const float* qh, const T* kt, int64_t hd, float* sh, const Step& step = {}) {
+  simd::broadcastSums<B>(KeyBlocks<T>{kt, hd}, hd, qh, sh, step);
 }
-// The same sums, pacing `ahead` by the bytes each step of d reads: a line or two requested per
-// step instead of a block group's 64 at once, which filled the core's queue of misses and
-// stalled its own loads (`perf`: ~29% of dotKeyBlocks' samples on the burst's prefetches).
-template <int B, class T>
-CROSSLAB_AVX2_TARGET inline void scoreBlocksPaced(const float* qh, const T* kt, int64_t hd, float* sh, Ahead& ahead) {
-  const KeyBlocks<T> src{kt, hd};
-  __m256 acc[B];
-#pragma GCC unroll 8
-  for (int g = 0; g < B; ++g) acc[g] = _mm256_setzero_ps();
-  for (int64_t i = 0; i < hd; ++i) {
-    ahead.pace(B * 8 * int64_t(sizeof(T)));
-    const __m256 xi = _mm256_set1_ps(qh[i]);
-#pragma GCC unroll 8
-    for (int g = 0; g < B; ++g) acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(xi, src.at(i, g)));
+// One to four blocks (n) of scores. Inlined by force: GCC otherwise calls it once per group.
+template <class T, class Step>
+CROSSLAB_AVX2_TARGET inline __attribute__((always_inline)) void scoreGroup(int n, const float* qh, const T* kt,
+                                                                           int64_t hd, float* sh, const Step& step) {
+  switch (n) {
+    case 4: scoreBlocks<4>(qh, kt, hd, sh, step); break;
+    case 3: scoreBlocks<3>(qh, kt, hd, sh, step); break;
+    case 2: scoreBlocks<2>(qh, kt, hd, sh, step); break;
+    default: scoreBlocks<1>(qh, kt, hd, sh, step); break;
   }
-#pragma GCC unroll 8
-  for (int g = 0; g < B; ++g) _mm256_storeu_ps(sh + 8 * g, acc[g]);
 }
 
 // Scores: the cached rows transposed eight at a time (up to four blocks, once for all the
@@ -400,13 +393,7 @@ CROSSLAB_AVX2_TARGET void dotRowsAvx2(const float* q, int64_t heads, const T* k,
     for (int b = 0; b < blocks; ++b) transposeRows8(k + (t0 + 8 * b) * hd, hd, kt + b * hd * 8);
     for (int64_t h = 0; h < heads; ++h) {
       const float* qh = q + h * hd;
-      float* sh = s + h * ss + t0;
-      switch (blocks) {
-        case 4: scoreBlocks<4>(qh, kt, hd, sh); break;
-        case 3: scoreBlocks<3>(qh, kt, hd, sh); break;
-        case 2: scoreBlocks<2>(qh, kt, hd, sh); break;
-        default: scoreBlocks<1>(qh, kt, hd, sh); break;
-      }
+      scoreGroup(blocks, qh, kt, hd, s + h * ss + t0, simd::NoStep{});
     }
   }
   for (int64_t h = 0; h < heads; ++h)
@@ -486,21 +473,15 @@ CROSSLAB_AVX2_TARGET void dotKeyBlocksAvx2(const float* q, int64_t heads, const 
     const int n = int(std::min<int64_t>(kBlocks, blocks - b0));
     const T* kt = kb + b0 * hd * 8;
     const int64_t t0 = 8 * b0, valid = std::min<int64_t>(8 * n, len - t0);
+    // The first head's pass paces the read-ahead by what each step of d reads (a line or two),
+    // not a group's 64 lines at once, which filled the core's queue of misses and stalled its
+    // own loads (`perf`: ~29% of this kernel's samples on the bursts' prefetches).
+    const auto pace = [&ahead, bytes = valid * int64_t(sizeof(T))] { ahead.pace(bytes); };
     for (int64_t h = 0; h < heads; ++h) {
       const float* qh = q + h * hd;
       alignas(32) float part[8 * kBlocks];
       float* sh = valid == 8 * n ? s + h * ss + t0 : part;
-      if (h == 0 && valid == 8 * kBlocks) {  // the first pass paces the read-ahead as it goes
-        scoreBlocksPaced<kBlocks>(qh, kt, hd, sh, ahead);
-      } else {
-        if (h == 0) ahead.pace(valid * hd * int64_t(sizeof(T)));
-        switch (n) {
-          case 4: scoreBlocks<4>(qh, kt, hd, sh); break;
-          case 3: scoreBlocks<3>(qh, kt, hd, sh); break;
-          case 2: scoreBlocks<2>(qh, kt, hd, sh); break;
-          default: scoreBlocks<1>(qh, kt, hd, sh); break;
-        }
-      }
+      h == 0 ? scoreGroup(n, qh, kt, hd, sh, pace) : scoreGroup(n, qh, kt, hd, sh, simd::NoStep{});
       if (sh == part) std::copy(part, part + valid, s + h * ss + t0);
     }
   }

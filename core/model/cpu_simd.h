@@ -46,12 +46,18 @@ CROSSLAB_AVX2_TARGET inline __m256 load8(const uint16_t* p) {
 // multiply then an add in i's order (no FMA: the portable loops' bits); G independent sums in
 // flight, so that an add does not wait 3 cycles on the one before it. Source: a type with an
 // AVX2 member `__m256 at(int64_t i, int g) const` (the LoRA expands' Bᵀ, attention's key blocks).
-template <int G, class Source>
-CROSSLAB_AVX2_TARGET inline void broadcastSums(const Source& src, int64_t k, const float* x, float* out) {
+// `step()` runs before each i (attention paces its read-ahead there); by default nothing.
+struct NoStep {
+  void operator()() const {}
+};
+template <int G, class Source, class Step = NoStep>
+CROSSLAB_AVX2_TARGET inline void broadcastSums(const Source& src, int64_t k, const float* x, float* out,
+                                               const Step& step = {}) {
   __m256 acc[G];
 #pragma GCC unroll 8
   for (int g = 0; g < G; ++g) acc[g] = _mm256_setzero_ps();
   for (int64_t i = 0; i < k; ++i) {
+    step();
     const __m256 xi = _mm256_set1_ps(x[i]);
 #pragma GCC unroll 8
     for (int g = 0; g < G; ++g) acc[g] = _mm256_add_ps(acc[g], _mm256_mul_ps(xi, src.at(i, g)));
