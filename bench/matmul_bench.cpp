@@ -131,12 +131,13 @@ nlohmann::json measure(const Shape& s, int repeats, const std::string& round) {
     std::vector<float> xf(x.size());
     for (size_t i = 0; i < x.size(); ++i) xf[i] = toF32(x[i]);
     const std::vector<float> plain = y;
-    rows.widened = xf.data();
+    std::vector<float> packedAvx2;
+    rows.widen(xf.data(), packedAvx2);
     const double t = timed();
     std::ostringstream h;
     h << std::hex << fnv(y);
     xf32 = {{"us_x_f32", t * 1e6}, {"y_hash_x_f32", h.str()}};
-    rows.widened = nullptr;
+    rows.widened = rows.packedAvx2 = nullptr;
     y = plain;
   }
   const bool vectorKernels = std::is_same_v<T, float> ? f32KernelsAvailable() : bf16KernelsAvailable();

@@ -602,9 +602,24 @@ MatmulRows<T>::MatmulRows(const T* xs, int64_t rows, int64_t kk) : MatmulRows(xs
 
 template <class T>
 MatmulRows<T>::MatmulRows(const T* xs, int64_t rows, int64_t kk, std::vector<T>& buffer) : x(xs), n(rows), k(kk) {
-  if (n >= kPackFrom && kernelsAvailable(xs)) {
+  if (n < kPackFrom) return;
+  if (kernelsAvailable(xs)) {
     pack(x, n, k, buffer);
     packed = buffer.data();
+  } else if constexpr (std::is_same_v<T, float>) {
+    if (detail::avx2PackedAvailable()) {
+      detail::packAvx2(x, n, k, buffer);
+      packedAvx2 = buffer.data();
+    }
+  }
+}
+
+template <class T>
+void MatmulRows<T>::widen(const float* wide, std::vector<float>& buffer) {
+  widened = wide;
+  if (std::is_same_v<T, uint16_t> && n >= kPackFrom && !bf16KernelsAvailable() && detail::avx2PackedAvailable()) {
+    detail::packAvx2(wide, n, k, buffer);
+    packedAvx2 = buffer.data();
   }
 }
 
@@ -622,14 +637,22 @@ void productThenRound(const T* w, int64_t rows, const MatmulRows<T>& x, float* y
 }
 
 void f32Rows(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy) {
-  if (!f32KernelsAvailable()) return withoutKernels(w, rows, x, y, ldy);
+  if (!f32KernelsAvailable()) {
+    if (x.packedAvx2 && detail::avx2PackedAvailable())
+      return detail::matmulPackedAvx2(w, rows, x.k, x.packedAvx2, x.n, y, ldy);
+    return withoutKernels(w, rows, x, y, ldy);
+  }
   if (x.n == 1) return f32Gemv(w, rows, x.k, x.x, y);
   if (x.n < kPackFrom) return f32Tiles(w, rows, x.k, x.x, x.n, y, ldy);
   f32Packed(w, rows, x, y, ldy);
 }
 
 void bf16Rows(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy) {
-  if (!bf16KernelsAvailable()) return withoutKernels(w, rows, x, y, ldy);
+  if (!bf16KernelsAvailable()) {
+    if (x.packedAvx2 && detail::avx2PackedAvailable())
+      return detail::matmulPackedAvx2(w, rows, x.k, x.packedAvx2, x.n, y, ldy);
+    return withoutKernels(w, rows, x, y, ldy);
+  }
   if (x.n == 1) return bf16Gemv(w, rows, x.k, x.x, y);
   if (x.n < kPackFrom) return bf16Tiles(w, rows, x.k, x.x, x.n, y, ldy);
   bf16Packed(w, rows, x, y, ldy, false);

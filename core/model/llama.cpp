@@ -110,9 +110,10 @@ at::Tensor projectRows(const at::Tensor& x, const at::Tensor& w) {
     // --shapes 128256:768:32 --dtypes bf16`, the `small` LM head at 32 rows, four runs: 52-53
     // GFLOP/s from bf16 X (gflop_s), 65-67 from fp32 X (x_f32).
     at::Tensor wide;
+    std::vector<float> packedAvx2;
     if (!bf16KernelsAvailable()) {
       wide = xc.to(at::kFloat);
-      rows.widened = wide.data_ptr<float>();
+      rows.widen(wide.data_ptr<float>(), packedAvx2);
     }
     at::parallel_for(0, out, grain, [&](int64_t b0, int64_t e0) { matmulRows(wp + b0 * in, e0 - b0, rows, yp + b0, out); });
   }

@@ -97,6 +97,7 @@ struct PreparedX {
   using Bits = typename M::Bits;
   std::vector<typename M::Storage> xs;
   std::vector<Bits> packed;
+  std::vector<float> packedAvx2;  // bf16 without AVX-512 BF16: the fp32 rows packed (MatmulRows::widen)
   std::unique_ptr<MatmulRows<Bits>> rows;
   const Rows* source = nullptr;
   void prepare(const Rows& x) {
@@ -106,7 +107,7 @@ struct PreparedX {
     else
       std::memcpy(xs.data(), x.v.data(), sizeof(float) * xs.size());
     rows = std::make_unique<MatmulRows<Bits>>(reinterpret_cast<const Bits*>(xs.data()), x.n, x.width, packed);
-    if constexpr (M::kBf16) rows->widened = x.v.data();  // the same values, fp32
+    if constexpr (M::kBf16) rows->widen(x.v.data(), packedAvx2);  // the same values, fp32
     source = &x;
   }
 };

@@ -43,13 +43,19 @@ double worstRelative(int64_t rows, int64_t k, int64_t n, unsigned seed) {
   std::vector<T> buffer(size_t((n + 64) * (k + 1)));
   if constexpr (std::is_same_v<T, float>) std::fill(buffer.begin(), buffer.end(), NAN);
   else std::fill(buffer.begin(), buffer.end(), uint16_t(0x7FC0));
-  const MatmulRows<T> xr(x.data(), n, k, buffer);
+  MatmulRows<T> xr(x.data(), n, k, buffer);
+  // bf16: X's values also as fp32, as the engine gives them (MatmulRows::widen; without the
+  // AVX-512 BF16 kernels the AVX2 packed loop reads them packed, into a buffer of NaNs too).
+  std::vector<float> xf(x.size()), wideBuffer(size_t((n + 64) * (k + 1)), NAN), ownWide;
+  for (size_t i = 0; i < x.size(); ++i) xf[i] = float(xd[i]);
+  if constexpr (!std::is_same_v<T, float>) xr.widen(xf.data(), wideBuffer);
   const int64_t split = rows / 3;  // two calls, as two threads would split W's rows
   matmulRows(w.data(), split, xr, y.data(), ldy);
   matmulRows(w.data() + split * k, rows - split, xr, y.data() + split, ldy);
   {  // a fresh buffer of its own gives the same bits
     std::vector<float> y2(y.size(), NAN);
-    const MatmulRows<T> own(x.data(), n, k);
+    MatmulRows<T> own(x.data(), n, k);
+    if constexpr (!std::is_same_v<T, float>) own.widen(xf.data(), ownWide);
     matmulRows(w.data(), split, own, y2.data(), ldy);
     matmulRows(w.data() + split * k, rows - split, own, y2.data() + split, ldy);
     for (size_t i = 0; i < y.size(); ++i)
@@ -134,10 +140,13 @@ class TestCpuMatmul : public QObject {
     QFETCH(int, rows);
     QFETCH(int, k);
     QFETCH(int, n);
-    const double f32 = worstRelative<float>(rows, k, n, unsigned(rows * 7 + k + n));
-    const double bf16 = worstRelative<uint16_t>(rows, k, n, unsigned(rows * 5 + k + n));
-    QVERIFY2(f32 < 1e-6, qPrintable(QString::number(f32)));
-    QVERIFY2(bf16 < 1e-6, qPrintable(QString::number(bf16)));  // bf16 inputs, fp32 accumulation
+    // every kernel the CPU has, and the AVX2 loops where it has AVX-512 too
+    onEachPath({KernelCap::All, KernelCap::NoAvx512}, [&] {
+      const double f32 = worstRelative<float>(rows, k, n, unsigned(rows * 7 + k + n));
+      const double bf16 = worstRelative<uint16_t>(rows, k, n, unsigned(rows * 5 + k + n));
+      QVERIFY2(f32 < 1e-6, qPrintable(QString::number(f32)));
+      QVERIFY2(bf16 < 1e-6, qPrintable(QString::number(bf16)));  // bf16 inputs, fp32 accumulation
+    });
   }
 
   // roundOut stores what roundBf16 makes of the plain product afterwards, bit for bit, on every
@@ -311,45 +320,65 @@ class TestCpuMatmul : public QObject {
   // step at a time) give an X row the same bits: each accumulator adds its products in k's
   // order. fp32: that is the chain of fused multiply-adds over k, from zero. Rows in and out of
   // the tiles of 16 W rows, k shorter than a block of eight, with and without a tail.
+  //
+  // Without the AVX-512 kernels, the AVX2 packed loop (detail::matmulPackedAvx2): the same
+  // chain for fp32, and for bf16 (its products exact in fp32, widened as read) the chain over
+  // the fp32 values; at 16 X rows (tiles of six W rows by two vectors), 40 (three W rows by a
+  // group of four vectors, then a group of eight rows in two) and 64 (two groups of four), k
+  // past one widened slice of 1 024.
   void packedRowsSumInOrderAtEveryWidth() {
-    const auto check = [](auto tag, int64_t rows, int64_t k) -> QString {
+    const auto check = [](auto tag, int64_t rows, int64_t k, int64_t n) -> QString {
       using T = decltype(tag);
       constexpr bool f32 = std::is_same_v<T, float>;
-      if (!(f32 ? f32KernelsAvailable() : bf16KernelsAvailable())) return {};
-      std::mt19937 rng(unsigned(rows * 3 + k));
+      const bool avx512 = f32 ? f32KernelsAvailable() : bf16KernelsAvailable();
+      if (!avx512 && !detail::avx2PackedAvailable()) return {};
+      std::mt19937 rng(unsigned(rows * 3 + k + n));
       std::normal_distribution<float> normal;
-      constexpr int64_t n = 40;  // one chunk of three vectors
       std::vector<T> w(size_t(rows * k)), x(size_t(n * k));
       for (auto& v : w) v = f32 ? T(normal(rng)) : T(toBf16(normal(rng)));
       for (auto& v : x) v = f32 ? T(normal(rng)) : T(toBf16(normal(rng)));
+      const auto value = [](T v) { return f32 ? float(v) : fromBf16(uint16_t(v)); };
+      std::vector<float> xf(x.size());
+      for (size_t i = 0; i < x.size(); ++i) xf[i] = value(x[i]);
+      const auto product = [&](int64_t from, int64_t count, float* y) {
+        MatmulRows<T> rows16(x.data() + from * k, count, k);
+        std::vector<float> wide;
+        if constexpr (!f32) rows16.widen(xf.data() + from * k, wide);
+        matmulRows(w.data(), rows, rows16, y, rows);
+      };
       std::vector<float> all(size_t(n * rows)), part(size_t(16 * rows));
-      matmulRows(w.data(), rows, MatmulRows<T>(x.data(), n, k), all.data(), rows);
-      for (int64_t from : {0, 16}) {
-        matmulRows(w.data(), rows, MatmulRows<T>(x.data() + from * k, 16, k), part.data(), rows);
+      product(0, n, all.data());
+      for (int64_t from : {int64_t(0), n - 16}) {
+        product(from, 16, part.data());
         if (std::memcmp(part.data(), all.data() + from * rows, sizeof(float) * part.size()) != 0)
-          return QString("X rows %1..%2 alone differ from the same rows among 40").arg(from).arg(from + 15);
+          return QString("X rows %1..%2 alone differ from the same rows among %3").arg(from).arg(from + 15).arg(n);
       }
-      if constexpr (f32)
+      if (f32 || !avx512)
         for (int64_t b = 0; b < n; ++b)
           for (int64_t r = 0; r < rows; ++r) {
             float chain = 0;
-            for (int64_t i = 0; i < k; ++i) chain = std::fma(w[size_t(r * k + i)], x[size_t(b * k + i)], chain);
+            for (int64_t i = 0; i < k; ++i)
+              chain = std::fma(value(w[size_t(r * k + i)]), xf[size_t(b * k + i)], chain);
             if (std::memcmp(&chain, &all[size_t(b * rows + r)], sizeof chain) != 0)
               return QString("row %1 of X, row %2 of W: not the fused chain over k").arg(b).arg(r);
           }
       return {};
     };
-    if (!f32KernelsAvailable()) QSKIP("no AVX-512 kernels");
-    int checked = 0;
-    for (int64_t rows : {16, 37})
-      for (int64_t k : {1, 7, 8, 17, 128, 389}) {
-        const QString what = QString(" rows %1 k %2: ").arg(rows).arg(k);
-        const QString f32 = check(float{}, rows, k), bf16 = check(uint16_t{}, rows, k);
-        QVERIFY2(f32.isEmpty(), qPrintable("f32" + what + f32));
-        QVERIFY2(bf16.isEmpty(), qPrintable("bf16" + what + bf16));
-        ++checked;
-      }
-    QCOMPARE(checked, 2 * 6);
+    if (!f32KernelsAvailable() && !detail::avx2PackedAvailable()) QSKIP("no packed kernels");
+    // every packed kernel the CPU has: the AVX-512 ones, and the AVX2 loop where they are not used
+    onEachPath({KernelCap::All, KernelCap::NoAvx512}, [&] {
+      int checked = 0;
+      for (int64_t n : {16, 40, 64})
+        for (int64_t rows : {16, 37})
+          for (int64_t k : {1, 7, 8, 17, 128, 389, 1100}) {
+            const QString what = QString(" n %1 rows %2 k %3: ").arg(n).arg(rows).arg(k);
+            const QString f32 = check(float{}, rows, k, n), bf16 = check(uint16_t{}, rows, k, n);
+            QVERIFY2(f32.isEmpty(), qPrintable("f32" + what + f32));
+            QVERIFY2(bf16.isEmpty(), qPrintable("bf16" + what + bf16));
+            ++checked;
+          }
+      QCOMPARE(checked, 3 * 2 * 7);
+    });
   }
 
   void stackedProductsEqualTheirParts() {
