@@ -8,10 +8,9 @@
 // the chain of multiplies and adds).
 //
 // The reducing loop it replaces at 16+ rows (cpu_matmul_loops.cpp: four W rows against two X
-// rows, each a sum per lane and a transpose to finish) keeps the portable loop's order, and
-// spends its issue slots on the separate multiply and add and on X rows read from L2 for every
-// block of four W rows. Here X's packed chunk is read from L1 per step of k, W's values once per
-// tile.
+// rows, each a sum per lane and a transpose to finish) keeps the portable loop's order: a
+// separate multiply and add, eight sums in flight, and a finish per tile. Here a step of k is
+// four X vectors, three broadcasts and twelve FMAs, with no finish.
 #include "core/model/cpu_matmul.h"
 #include "core/model/cpu_simd.h"
 
@@ -125,9 +124,9 @@ CROSSLAB_FMA_TARGET void tileRows(const T* w0, int64_t k, const float* xp, int64
   }
 }
 
-// Tiles of three W rows (up to twelve sums: four vectors of X, one broadcast W value, in the
-// sixteen registers), or of six with one group of 16 rows (two vectors); the rows left over
-// one at a time.
+// Tiles of three W rows (twelve sums against four vectors of X: with the broadcast W value,
+// GCC keeps three of the X vectors in registers and has the FMAs read the fourth), or of six
+// with one group of 16 rows (two vectors); the rows left over one at a time.
 template <class T>
 void packedRows(const T* w, int64_t rows, int64_t k, const float* xp, int64_t n, float* y, int64_t ldy) {
   thread_local std::vector<float> carry;  // per group a tile's sums, while k runs past a slice
