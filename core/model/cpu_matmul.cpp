@@ -16,7 +16,7 @@ namespace {
 constexpr int64_t kChunk = 64;
 constexpr int64_t kPackFrom = 16;
 
-int64_t pad16(int64_t m) { return (m + 15) / 16 * 16; }
+using simd::pad16;
 int64_t pairs(int64_t k) { return (k + 1) / 2; }
 
 using simd::aheadLinesOf;
@@ -558,12 +558,14 @@ namespace {
 
 // Every lane a kernel reads is written (padding rows and, for bf16 with an odd k, the last
 // pair's second half as zeros): the buffer is reused without clearing it.
-void pack(const float* x, int64_t n, int64_t k, std::vector<float>& packed) {
-  const size_t size = size_t(((n + kChunk - 1) / kChunk) * kChunk * k);
+// fp32: chunks of `rows` (kChunk for the AVX-512 kernels, simd::kAvx2PackGroup for the AVX2
+// packed loop), chunk c at c * rows * k.
+void pack(const float* x, int64_t n, int64_t k, std::vector<float>& packed, int64_t rows = kChunk) {
+  const size_t size = size_t(((n + rows - 1) / rows) * rows * k);
   if (packed.size() < size) packed.resize(size);
-  for (int64_t base = 0; base < n; base += kChunk) {
-    const int64_t m = std::min(kChunk, n - base), npad = pad16(m);
-    float* chunk = packed.data() + (base / kChunk) * k * kChunk;
+  for (int64_t base = 0; base < n; base += rows) {
+    const int64_t m = std::min(rows, n - base), npad = pad16(m);
+    float* chunk = packed.data() + base * k;
     const float* xs = x + base * k;
     for (int64_t i = 0; i < k; ++i) {
       float* line = chunk + i * npad;
@@ -608,7 +610,7 @@ MatmulRows<T>::MatmulRows(const T* xs, int64_t rows, int64_t kk, std::vector<T>&
     packed = buffer.data();
   } else if constexpr (std::is_same_v<T, float>) {
     if (detail::avx2PackedAvailable()) {
-      detail::packAvx2(x, n, k, buffer);
+      pack(x, n, k, buffer, simd::kAvx2PackGroup);
       packedAvx2 = buffer.data();
     }
   }
@@ -618,7 +620,7 @@ template <class T>
 void MatmulRows<T>::widen(const float* wide, std::vector<float>& buffer) {
   widened = wide;
   if (std::is_same_v<T, uint16_t> && n >= kPackFrom && !bf16KernelsAvailable() && detail::avx2PackedAvailable()) {
-    detail::packAvx2(wide, n, k, buffer);
+    pack(wide, n, k, buffer, simd::kAvx2PackGroup);
     packedAvx2 = buffer.data();
   }
 }

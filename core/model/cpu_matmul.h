@@ -58,7 +58,8 @@ struct MatmulRows {
   // instead of widening x at every use. nullptr: none.
   const float* widened = nullptr;
   // 16+ rows without the AVX-512 kernels, where the CPU has AVX2 and FMA: x's values as fp32,
-  // packed for the AVX2 packed loop (detail::packAvx2); bf16 once widen() gave them. nullptr: none.
+  // packed for the AVX2 packed loop (see detail::matmulPackedAvx2); bf16 once widen() gave them.
+  // nullptr: none.
   const float* packedAvx2 = nullptr;
   // bf16: x's values as fp32 (exact), held by the caller: sets `widened` and, where the AVX2
   // packed loop will read them, `packedAvx2` (packed into `buffer`, grown, never shrunk).
@@ -138,13 +139,11 @@ int64_t matmulAheadLinesIssued();
 void matmulRowsAvx2(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy);
 void matmulRowsAvx2(const uint16_t* w, int64_t rows, const MatmulRows<uint16_t>& x, float* y, int64_t ldy);
 // The packed loop for 16+ X rows on CPUs with AVX2 and FMA (cpu_matmul_packed.cpp): W [rows, k]
-// (a bf16 W widened as it is read) against X packed by packAvx2: groups of up to 32 rows, each
-// padded to 16 or 32 (zeros), group g at g * 32 * k, its element (i, b) at i * width + b. Each
-// sum is the chain of fused multiply-adds over k from zero, as the AVX-512 fp32 packed
-// kernel's. matmulRows runs it where the AVX-512 kernels are not used.
+// (a bf16 W widened as it is read) against X as MatmulRows::packedAvx2 holds it: groups of up to
+// 32 rows, each padded to 16 or 32 (zeros), group g at g * 32 * k, its element (i, b) at
+// i * width + b. Each sum is the chain of fused multiply-adds over k from zero, as the AVX-512
+// fp32 packed kernel's. matmulRows runs it where the AVX-512 kernels are not used.
 bool avx2PackedAvailable();
-int64_t packAvx2Size(int64_t n, int64_t k);  // floats
-void packAvx2(const float* x, int64_t n, int64_t k, std::vector<float>& buffer);  // grown, never shrunk
 void matmulPackedAvx2(const float* w, int64_t rows, int64_t k, const float* xp, int64_t n, float* y, int64_t ldy);
 void matmulPackedAvx2(const uint16_t* w, int64_t rows, int64_t k, const float* xp, int64_t n, float* y, int64_t ldy);
 void matmulRowsPortable(const float* w, int64_t rows, const MatmulRows<float>& x, float* y, int64_t ldy);

@@ -23,8 +23,8 @@
 namespace crosslab::model {
 namespace {
 
-constexpr int64_t kGroup = 32;  // X rows a packed group holds at most
-constexpr int64_t pad16(int64_t m) { return (m + 15) / 16 * 16; }
+using simd::pad16;
+constexpr int64_t kGroup = simd::kAvx2PackGroup;  // X rows a packed group holds at most
 
 // A bf16 W tile is widened to fp32 a slice of k at a time into a buffer that stays in L1
 // (three rows of 1 024 values: 12 KB), so that each value is widened once for all of X's
@@ -150,22 +150,6 @@ namespace detail {
 bool avx2PackedAvailable() {
   static const bool available = __builtin_cpu_supports("avx2") && __builtin_cpu_supports("fma");
   return available && simd::kernelCap.load(std::memory_order_relaxed) < 2;
-}
-int64_t packAvx2Size(int64_t n, int64_t k) { return (n + kGroup - 1) / kGroup * kGroup * k; }
-// Every lane the loop reads is written (padding rows as zeros): the buffer is reused without clearing it.
-void packAvx2(const float* x, int64_t n, int64_t k, std::vector<float>& buffer) {
-  const size_t size = size_t(packAvx2Size(n, k));
-  if (buffer.size() < size) buffer.resize(size);
-  for (int64_t base = 0; base < n; base += kGroup) {
-    const int64_t m = std::min(kGroup, n - base), width = pad16(m);
-    float* group = buffer.data() + base * k;
-    const float* xs = x + base * k;
-    for (int64_t i = 0; i < k; ++i) {
-      float* line = group + i * width;
-      for (int64_t b = 0; b < m; ++b) line[b] = xs[b * k + i];
-      for (int64_t b = m; b < width; ++b) line[b] = 0.0f;
-    }
-  }
 }
 void matmulPackedAvx2(const float* w, int64_t rows, int64_t k, const float* xp, int64_t n, float* y, int64_t ldy) {
   packedRows(w, rows, k, xp, n, y, ldy);

@@ -30,6 +30,11 @@ namespace crosslab::model::simd {
 // AVX-512 ones, 2 none at all (the portable loops).
 inline std::atomic<int> kernelCap{0};
 
+// Packed X (cpu_matmul.cpp): rows padded to a multiple of 16 (zeros) in chunks of rows; the AVX2
+// packed loop's chunks (cpu_matmul_packed.cpp) hold this many rows at most.
+constexpr int64_t pad16(int64_t m) { return (m + 15) / 16 * 16; }
+inline constexpr int64_t kAvx2PackGroup = 32;
+
 inline bool avx2Available() {
   static const bool available = __builtin_cpu_supports("avx2");
   return available && kernelCap.load(std::memory_order_relaxed) < 2;
