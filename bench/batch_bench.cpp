@@ -6,7 +6,8 @@
 //   batch_bench --model DIR [--dtype f32|bf16] [--levels 1,8,32] [--tokens N] [--prompt-ids JSON]
 //               [--lora DIR --lora-mode merged|runtime] [--threads T] [--load map|copy]
 //               [--decode-path auto|fused|fused-split|op-by-op] [--max-batch N] [--prefill-chunk N]
-//               [--stepwise-prefill N] [--peak on|off] [--rounds K] [--max-model-len N]
+//               [--prefill-batch N] [--stepwise-prefill N] [--peak on|off] [--rounds K]
+//               [--max-model-len N]
 //
 // Per level, N identical greedy requests (ignore EOS, --tokens each) are submitted at once;
 // with --rounds K, K such waves back to back, each submitted when the last one has ended (as
@@ -64,6 +65,7 @@ struct Options {
   std::vector<int32_t> prompt = {128000, 9906, 11, 1917, 0};
   int tokens = 128, threads = 0, maxBatch = 0, rounds = 1, maxModelLen = 0;
   int prefillChunk = infer::SchedulerOptions{}.prefillChunk, stepwisePrefill = infer::SchedulerOptions{}.stepwisePrefill;
+  int prefillBatch = infer::SchedulerOptions{}.prefillBatch;
   bool peak = true;
   benchsupport::Peaks peaks;  // measured at start (--peak on)
 };
@@ -84,6 +86,7 @@ Options parse(int argc, char** argv) {
     else if (k == "--rounds") o.rounds = std::stoi(v);
     else if (k == "--max-model-len") o.maxModelLen = std::stoi(v);
     else if (k == "--prefill-chunk") o.prefillChunk = std::stoi(v);
+    else if (k == "--prefill-batch") o.prefillBatch = std::stoi(v);
     else if (k == "--stepwise-prefill") o.stepwisePrefill = std::stoi(v);
     else if (k == "--peak") o.peak = v != "off";
     else if (k == "--prompt-ids") o.prompt = json::parse(v).get<std::vector<int32_t>>();
@@ -222,6 +225,7 @@ int main(int argc, char** argv) {
     so.maxBatch = o.maxBatch > 0 ? o.maxBatch : *std::max_element(o.levels.begin(), o.levels.end());
     so.maxModelLen = o.maxModelLen > 0 ? o.maxModelLen : int(o.prompt.size()) + o.tokens + 8;
     so.prefillChunk = o.prefillChunk;
+    so.prefillBatch = o.prefillBatch;
     so.stepwisePrefill = o.stepwisePrefill;
     so.dtype = o.dtype;
     so.threads = o.threads;

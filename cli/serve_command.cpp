@@ -92,7 +92,7 @@ void describeCache(const infer::SchedulerStats& st, const std::string& device, s
   const uint64_t available = device == "cpu" ? memAvailableBytes() : 0;
   if (available && st.kvCacheBytes > available)
     err << "warning: the KV cache, full, is more than the " << ledger::formatBytes(int64_t(available))
-        << " of memory available now; lower --max-batch or --max-model-len, or the server may be killed as it fills"
+        << " of memory available now; lower --max-batch, --prefill-batch or --max-model-len, or the server may be killed as it fills"
         << std::endl;
 }
 
@@ -106,7 +106,7 @@ int runServe(const cli::Args& args, cli::Context& ctx) {
   so.maxModelLen = int(args.integer("--max-model-len", 0, 1, 1 << 20));
   so.prefillChunk = int(args.integer("--prefill-chunk", 128, 1, 1 << 16));
   so.stepwisePrefill = int(args.integer("--stepwise-prefill", 32, 0, 1 << 16));
-  so.prefillBatch = int(args.integer("--prefill-batch", 4, 1, 1024));
+  so.prefillBatch = int(args.integer("--prefill-batch", infer::SchedulerOptions{}.prefillBatch, 1, 1024));
   so.decodePath = args.choice("--decode-path", {"auto", "fused", "fused-split", "op-by-op"}, "auto");
   so.threads = int(args.integer("--threads", 0, 0, 1024));
   so.dtype = args.value("--dtype").value_or("f32");
@@ -175,7 +175,7 @@ void addServeCommands(std::vector<cli::Command>& commands) {
                        {"--max-batch", true, "sequences decoded together (default 32)"},
                        {"--max-model-len", true, "prompt + completion tokens per request"},
                        {"--prefill-chunk", true, "prompt tokens per prefill step, shared by the requests prefilled together (default 128)"},
-                       {"--prefill-batch", true, "new requests prefilled together (default 4)"},
+                       {"--prefill-batch", true, "new requests prefilled together (default 16)"},
                        {"--stepwise-prefill", true, "prefill chunks of up to N positions per request run as fused decode steps, one position at a time, where the model's layers fit in cache (default 32; 0 = always one forward per chunk)"},
                        {"--decode-path", true, "auto (default: the fastest of fused, fused-split and op-by-op, measured per batch size), fused, fused-split (rows split over threads) or op-by-op"},
                        {"--threads", true, "compute threads (default: every core)"},

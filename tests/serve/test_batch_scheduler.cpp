@@ -224,6 +224,25 @@ class TestBatchScheduler : public QObject {
     QVERIFY(st.prefillS > 0);
   }
 
+  // With the default options, a burst of sixteen short prompts is prefilled in one step (each
+  // prefill step reads every weight once; the default used to take four at a time, in four).
+  void aBurstOfShortPromptsIsPrefilledTogether() {
+    infer::SchedulerOptions so;
+    so.maxBatch = 16;
+    so.maxModelLen = 64;
+    auto engine = infer::BatchScheduler::open(dir_, so);
+    Collector c;
+    engine->holdForTesting(true);
+    for (size_t i = 0; i < 16; ++i) engine->submit(c.wrap(greedy(promptOf(5, int(i)), 3), i));
+    engine->holdForTesting(false);
+    QVERIFY(c.wait());
+    for (size_t i = 0; i < 16; ++i) QCOMPARE(c.result(i).ids, singleSequence(dir_, promptOf(5, int(i)), 3));
+    const infer::SchedulerStats st = engine->stats();
+    QCOMPARE(st.maxPrefillBatchSeen, 16);
+    QCOMPARE(st.prefillSteps, uint64_t(1));  // 16 x 5 positions within the default chunk of 128
+    QCOMPARE(st.maxBatchSeen, 16);
+  }
+
   // One mixed batch: rows with adapter a, adapter b and none, against each adapter merged and
   // the reference's unmerged LoRA, on each decode path.
   void runtimeLoraEqualsMerged_data() {
