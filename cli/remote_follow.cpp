@@ -68,6 +68,20 @@ void fetchAdapter(ssh::SshSession& session, const std::string& remoteDir, const 
   }
 }
 
+// Stops the run on the box. A dropped link is retried, as the watch's polls are; a kill that
+// still fails is returned, to be reported with the run's result rather than instead of it.
+std::string killRun(ssh::SshSession& session, remote::RemoteRun& run) {
+  for (int attempt = 1;; ++attempt) {
+    try {
+      run.kill();
+      return {};
+    } catch (const ssh::SshError& e) {
+      if (attempt >= 3) return e.what();
+      session.disconnect();
+    }
+  }
+}
+
 }  // namespace
 
 void followAndReport(const cli::Args& args, cli::Context& ctx, ssh::SshSession& session, remote::RemoteRun& run,
@@ -110,10 +124,16 @@ void followAndReport(const cli::Args& args, cli::Context& ctx, ssh::SshSession& 
   const auto& monitor = follower.monitor();
   auto state = monitor.status();
   const bool finished = state == train::RunStatus::Finished;
+  std::string killError;
   if (!finished && !args.has("--keep-on-failure")) {
-    run.kill();  // stop paying for a dead run
+    killError = killRun(session, run);  // stop paying for a dead run
+    if (!killError.empty())
+      ctx.err << "could not stop the run on the box (" << killError << "); it may still be running: "
+              << run.workDir() << "\n";
     if (state == train::RunStatus::Stalled)
-      lab.runs().requestStatus(runId, train::RunStatus::Failed, monitor.reason() + "; killed to stop the meter");
+      lab.runs().requestStatus(runId, train::RunStatus::Failed,
+                               monitor.reason() + (killError.empty() ? "; killed to stop the meter"
+                                                                     : "; could not be killed: " + killError));
   }
   life.workEnded(workId, workStatusOf(state), ledger::epochNow(), monitor.reason());
   if (finished && args.has("--fetch"))
@@ -128,6 +148,7 @@ void followAndReport(const cli::Args& args, cli::Context& ctx, ssh::SshSession& 
                            {"total_steps", last && last->totalSteps ? *last->totalSteps : -1},
                            {"cost_while_dead_usd", monitor.costWhileDead(box.pricePerHour.value_or(0))},
                            {"last_lines", monitor.lastLines()}};
+  if (!killError.empty()) result["kill_error"] = killError;
   if (args.has("--json")) {
     ctx.out << result.dump() << "\n";
   } else {

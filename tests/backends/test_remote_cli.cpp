@@ -101,8 +101,9 @@ class TestRemoteCli : public QObject {
   // stalled after --stall-s, not after 15 minutes.
   void startupSilenceIsBoundedByStallS() {
     auto r = cli(train("silent", home_.filePath("box/run-silent")) + QStringList{"--stall-s", "3"});
-    QCOMPARE(r.code, 1);
-    QCOMPARE(QJsonDocument::fromJson(r.out).object().value("status").toString(), QString("stalled"));
+    QVERIFY2(r.code == 1, r.err.constData());
+    QVERIFY2(QJsonDocument::fromJson(r.out).object().value("status").toString() == "stalled",
+             (r.out + "\n" + r.err).constData());
     QVERIFY2(r.err.contains("stalled"), r.err.constData());
   }
 
