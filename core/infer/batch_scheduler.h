@@ -28,11 +28,11 @@ struct SchedulerOptions {
   int maxModelLen = 0;     // prompt + completion tokens per sequence; 0 = min(config, 4096)
   int prefillChunk = 128;  // prompt tokens per prefill step (all prefilling requests together)
   // Requests prefilled together at most (KV rows beside the maxBatch slots; on the CPU resident
-  // only once a prompt is written there). Each prefill step reads every weight once, so a burst of short
-  // prompts is cheaper in few wide steps than in many narrow ones: `small` in bf16, 32 requests
-  // of 5 tokens at once (bench/batch_bench --prefill-batch), 4 → 16 took the prefill from 11-12%
-  // of the run to 7%, the output tok/s 1 654-1 782 → 2 051-2 056 and TTFT p99 220-225 → 78-82 ms.
-  // The prefillChunk budget still bounds the positions of one step.
+  // only once a prompt is written there). Each prefill step reads every weight once, so a burst
+  // of short prompts is cheaper in few wide steps than in many narrow ones: `small` in bf16, 32
+  // requests of 5 tokens at once (bench/batch_bench --prefill-batch), 4 → 16 took the prefill
+  // from 11-12% of the run to 7%, the output tok/s 1 654-1 782 → 2 051-2 056 and TTFT p99
+  // 220-225 → 78-82 ms. The prefillChunk budget still bounds the positions of one step.
   int prefillBatch = 16;
   // Prefill chunks of at most this many positions per row run as fused decode steps, one
   // position at a time, on a model whose layers' weights stay in cache (up to 8 MB); 0 = never.
