@@ -17,6 +17,7 @@
 // reference; tests/serve/test_batch_scheduler.cpp compares batched, sequential and op-by-op ids.
 #include <ATen/ATen.h>
 #include <ATen/Parallel.h>
+#include <c10/core/InferenceMode.h>
 
 #include <algorithm>
 #include <array>
@@ -381,8 +382,12 @@ at::Tensor stepLogits(int64_t n, int64_t vocab) {
   const int64_t need = n * vocab;
   // Free: no tensor but `buffer` refers to its storage (each view of it holds the storage once).
   const bool free = buffer.defined() && buffer.use_count() == 1 && buffer.storage().use_count() == 1;
-  if (!free || buffer.numel() < need)  // the largest so far: rows come and go from step to step
+  if (!free || buffer.numel() < need) {  // the largest so far: rows come and go from step to step
+    // An ordinary tensor even when made under InferenceMode: a later step's caller outside it
+    // may change its logits in place, which ATen refuses for inference tensors there.
+    c10::InferenceMode ordinary(false);
     buffer = hugePageEmpty({std::max(need, buffer.defined() ? buffer.numel() : int64_t(0))}, at::kFloat);
+  }
   return buffer.narrow(0, 0, need).view({n, 1, vocab});
 }
 

@@ -26,6 +26,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 #include <random>
 
 #include "core/infer/runtime_lora.h"
@@ -543,7 +544,7 @@ class TestBatchedDecode : public QObject {
   // go of those (a server's 16 MB a step at 32 rows of a 128k vocabulary, page-faulted in anew
   // when allocated each step), never into logits the caller still holds.
   void stepLogitsReuseOnlyAReleasedBuffer() {
-    c10::InferenceMode guard;
+    std::optional<c10::InferenceMode> guard(std::in_place);
     model::LlamaModel m = model::LlamaModel::load(dir_, at::kFloat, at::kCPU);
     model::DecodeTimes times;
     m.setDecodeTimes(&times);
@@ -572,7 +573,14 @@ class TestBatchedDecode : public QObject {
       QCOMPARE(step.data_ptr(), first);  // the same buffer each step, once released
       for (const at::Tensor& k : kept) QVERIFY(k.data_ptr() != first);
     }
-    QCOMPARE(times.headRows, uint64_t(12 * n));  // every step's logits from the step itself
+    // Outside InferenceMode (no grad) the buffer made under it is an ordinary tensor, whose
+    // logits the caller may change in place.
+    guard.reset();
+    at::NoGradGuard noGrad;
+    at::Tensor step = m.forward(input(6), &released);
+    QCOMPARE(step.data_ptr(), first);
+    step.mul_(2.0f);
+    QCOMPARE(times.headRows, uint64_t(13 * n));  // every step's logits from the step itself
     for (size_t i = 0; i < kept.size(); ++i) QVERIFY2(at::equal(kept[i], copies[i]), qPrintable(QString::number(i)));
   }
 };
