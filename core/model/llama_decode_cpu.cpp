@@ -104,11 +104,15 @@ struct PreparedX {
   std::unique_ptr<MatmulRows<Bits>> rows;
   const Rows* source = nullptr;
   void prepare(const Rows& x) {
-    xs.resize(x.v.size());
+    // Grown only: the layer's inputs alternate between widths (hidden, heads, intermediate), and
+    // each regrowth of a shrunk vector zero-fills the new part (a bf16 vector's, element by element:
+    // 1.2% of a demo-model server's engine samples at 32 streams, `perf`).
+    const size_t count = x.v.size();
+    if (xs.size() < count) xs.resize(count);
     if constexpr (M::kBf16)  // exact: x is already rounded
-      toBf16Bits(x.v.data(), reinterpret_cast<uint16_t*>(xs.data()), int64_t(xs.size()));
+      toBf16Bits(x.v.data(), reinterpret_cast<uint16_t*>(xs.data()), int64_t(count));
     else
-      std::memcpy(xs.data(), x.v.data(), sizeof(float) * xs.size());
+      std::memcpy(xs.data(), x.v.data(), sizeof(float) * count);
     rows = std::make_unique<MatmulRows<Bits>>(reinterpret_cast<const Bits*>(xs.data()), x.n, x.width, packed);
     if constexpr (M::kBf16) rows->widen(x.v.data(), packedAvx2);  // the same values, fp32
     source = &x;
