@@ -568,7 +568,7 @@ class TestCpuMatmul : public QObject {
   }
 
   // Greedy sampling's argmax: the index a forward scan keeping the first strictly greater value
-  // finds, on every length around the 16-lane (AVX-512) and 4 x 8-lane (AVX2) blocks and a 128K
+  // finds, on every length around the 4 x 16-lane (AVX-512) and 4 x 8-lane (AVX2) blocks and a 128K
   // vocabulary, with ties (the first wins, -0 and +0 equal), infinities, all -inf, and NaN at the
   // start, inside and last; on each path the CPU has, and through argmax() itself.
   void greedyArgmaxIsTheForwardScan() {
@@ -585,7 +585,8 @@ class TestCpuMatmul : public QObject {
     std::mt19937 rng(11);
     std::normal_distribution<float> normal;
     int cases = 0;
-    for (int64_t n : {1, 2, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 96, 100, 127, 964, 128256})
+    for (int64_t n :
+         {1, 2, 15, 16, 17, 31, 32, 33, 47, 63, 64, 65, 96, 100, 127, 128, 129, 191, 192, 255, 257, 964, 128256})
       for (int kind = 0; kind < 12; ++kind) {
         std::vector<float> v(static_cast<size_t>(n));
         for (auto& x : v) x = kind == 1 ? 1.0f : kind == 2 ? -INFINITY : float(int(normal(rng) * 3));  // many ties
@@ -612,13 +613,17 @@ class TestCpuMatmul : public QObject {
                    qPrintable(QString("path %1, n %2, kind %3").arg(int(path)).arg(n).arg(kind)));
         ++cases;
       }
-    QCOMPARE(cases, 17 * 12);
+    QCOMPARE(cases, 23 * 12);
     // the maximum twice, in lane 1 (index 17) and lane 0 (index 32): the lanes' merge must
     // prefer the smaller index, not the lower lane (AVX2: the third vector's lane 1 and the
     // first vector's lane 0 of the next block)
     std::vector<float> twice(100, 0.0f);
     twice[17] = twice[32] = 1e30f;
     for (ArgmaxPath path : paths) QCOMPARE(crosslab::infer::detail::argmaxOn(path, twice.data(), 100), int32_t(17));
+    // AVX-512: index 48 (the fourth vector's lane 0) and 65 (the next block's first vector, lane 1)
+    std::fill(twice.begin(), twice.end(), 0.0f);
+    twice[48] = twice[65] = 1e30f;
+    for (ArgmaxPath path : paths) QCOMPARE(crosslab::infer::detail::argmaxOn(path, twice.data(), 100), int32_t(48));
   }
 
 };
