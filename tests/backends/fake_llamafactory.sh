@@ -11,6 +11,13 @@ mkdir -p "$out"
 total=10
 [ "$mode" = ok ] && total=3
 echo "[INFO|trainer.py] ***** Running training *****"
+# silent_drop_kill, silent_drop_kill_once: silent, with a marker in the run directory that makes
+# the box's stand-in `cat` (test_remote_cli) drop the SSH connection that comes to kill the run:
+# every time, or the first time only
+case $mode in
+  silent_drop_kill) : > drop-kill; mode=silent ;;
+  silent_drop_kill_once) : > drop-kill-once; mode=silent ;;
+esac
 # silent: stuck before the first step (a model that never finishes loading)
 [ "$mode" = silent ] && { echo "Loading checkpoint shards:   0%"; sleep 300; exit 0; }
 for s in 1 2 3; do

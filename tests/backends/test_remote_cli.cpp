@@ -4,10 +4,13 @@
 #include <QJsonArray>
 #include <QJsonDocument>
 #include <QJsonObject>
+#include <QScopeGuard>
 #include <QtTest>
 
 #include <csignal>
 
+#include "core/store/lab_store.h"
+#include "core/store/run_store.h"
 #include "http_standin.h"
 #include "sshd_fixture.h"
 #include "tests/support/cli_runner.h"
@@ -42,6 +45,18 @@ class TestRemoteCli : public QObject {
     return path;
   }
 
+  // The status reason the lab holds for run `id`.
+  QString runReason(qint64 id) {
+    auto lab = crosslab::store::LabStore::open(home_.filePath("home").toStdString());
+    const auto run = lab.runs().byId(id);
+    return run ? QString::fromStdString(run->statusReason) : QString();
+  }
+
+  static qint64 pidIn(const QString& file) {
+    QFile f(file);
+    return f.open(QIODevice::ReadOnly) ? f.readAll().trimmed().toLongLong() : 0;
+  }
+
   QStringList train(const QString& mode, const QString& workdir) {
     return {"remote", "train", "--box", "loop", "--engine", "llamafactory", "--recipe",
             recipe("r.json", R"({"model": "/models/llama-3.1-8b", "lora_rank": 16})"), "--data", home_.filePath("data.json"),
@@ -51,6 +66,26 @@ class TestRemoteCli : public QObject {
 
  private slots:
   void initTestCase() {
+    // The box's `cat`, /bin/cat except where a run directory holds drop-kill (or drop-kill-once,
+    // removed as it acts; fake_llamafactory.sh's silent_drop_kill modes): there the read of the
+    // run's pid by the command that kills the run (`kill -KILL` in its shell's command line)
+    // kills the nearest sshd above it, which drops the SSH connection that command came over,
+    // and the shells in between, so that nothing of that command runs on.
+    const QString bin = home_.filePath("box-bin");
+    writeFile(bin + "/cat",
+              "#!/bin/sh\n"
+              "if [ \"$1\" = pid ] && tr '\\0' ' ' < /proc/$PPID/cmdline | grep -q 'kill -KILL' &&\n"
+              "   { [ -e drop-kill ] || rm drop-kill-once 2>/dev/null; }; then\n"
+              "  p=$PPID; shells=\n"
+              "  while [ \"$p\" -gt 1 ]; do\n"
+              "    [ \"$(/bin/cat /proc/$p/comm)\" = sshd ] && { kill -9 \"$p\" $shells; exit 1; }\n"
+              "    shells=\"$shells $p\"\n"
+              "    p=$(sed 's/.*) //' /proc/$p/stat | cut -d' ' -f2)\n"
+              "  done\n"
+              "fi\n"
+              "exec /bin/cat \"$@\"\n");
+    QFile(bin + "/cat").setPermissions(QFileDevice::ReadOwner | QFileDevice::WriteOwner | QFileDevice::ExeOwner);
+    sshd_.setRemotePath(bin);
     QString why;
     QVERIFY2(sshd_.start(&why), qPrintable(why));
     writeFile(home_.filePath("data.json"), R"([{"instruction": "q", "input": "", "output": "a"}])");
@@ -105,6 +140,44 @@ class TestRemoteCli : public QObject {
     QVERIFY2(QJsonDocument::fromJson(r.out).object().value("status").toString() == "stalled",
              (r.out + "\n" + r.err).constData());
     QVERIFY2(r.err.contains("stalled"), r.err.constData());
+  }
+
+  // A stalled run must be killed to stop the meter. When the link drops as the kill goes out,
+  // the kill is retried after a reconnect; when it never gets through, the command still says
+  // how the run ended, that it may still be running and where, and the run's record says why.
+  void aKillLostOnADroppedLinkIsRetried() {
+    const QString wd = home_.filePath("box/run-drop-once");
+    auto r = cli(train("silent_drop_kill_once", wd) + QStringList{"--stall-s", "3"});
+    const qint64 group = pidIn(wd + "/pid");
+    const auto cleanup = qScopeGuard([&] {  // if the kill failed after all
+      if (group > 0) ::kill(-pid_t(group), SIGKILL);
+    });
+    QVERIFY2(r.code == 1, (r.out + "\n" + r.err).constData());
+    QVERIFY2(!QFile::exists(wd + "/drop-kill-once"), "the kill never went out");  // the stand-in dropped one
+    const auto res = QJsonDocument::fromJson(r.out).object();
+    QCOMPARE(res.value("status").toString(), QString("stalled"));
+    QVERIFY2(!res.contains("kill_error"), r.out.constData());
+    QVERIFY2(!r.err.contains("could not stop the run"), r.err.constData());
+    QCOMPARE(runReason(res.value("run_id").toInteger()).contains("killed to stop the meter"), true);
+    QTRY_VERIFY_WITH_TIMEOUT(::kill(pid_t(pidIn(wd + "/child_pid")), 0) != 0, 30000);  // killed on the box
+  }
+
+  void aKillThatNeverGetsThroughIsReported() {
+    const QString wd = home_.filePath("box/run-drop");
+    auto r = cli(train("silent_drop_kill", wd) + QStringList{"--stall-s", "3"});
+    const qint64 group = pidIn(wd + "/pid"), child = pidIn(wd + "/child_pid");
+    const auto cleanup = qScopeGuard([&] {
+      if (group > 0) ::kill(-pid_t(group), SIGKILL);
+    });
+    QVERIFY2(r.code == 1, (r.out + "\n" + r.err).constData());
+    const auto res = QJsonDocument::fromJson(r.out).object();
+    QCOMPARE(res.value("status").toString(), QString("stalled"));
+    QVERIFY2(!res.value("kill_error").toString().isEmpty(), r.out.constData());
+    QVERIFY2(r.err.contains("could not stop the run on the box") && r.err.contains(wd.toUtf8()), r.err.constData());
+    const QString why = runReason(res.value("run_id").toInteger());
+    QVERIFY2(why.contains("could not be killed"), qPrintable(why));
+    QVERIFY(child > 0);
+    QCOMPARE(::kill(pid_t(child), 0), 0);  // still running, as the command said
   }
 
   // The issue's reproduction of the lab's friction item 5: a stand-in logs three steps and
