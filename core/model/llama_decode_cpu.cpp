@@ -105,8 +105,8 @@ struct PreparedX {
   const Rows* source = nullptr;
   void prepare(const Rows& x) {
     // Grown only: the layer's inputs alternate between widths (hidden, heads, intermediate), and
-    // each regrowth of a shrunk vector zero-fills the new part (a bf16 vector's, element by element:
-    // 1.2% of a demo-model server's engine samples at 32 streams, `perf`).
+    // each regrowth of a shrunk vector zero-fills the new part (a bf16 vector's element by
+    // element: 1.2% of a demo-model server's engine samples at 32 streams, `perf`).
     const size_t count = x.v.size();
     if (xs.size() < count) xs.resize(count);
     if constexpr (M::kBf16)  // exact: x is already rounded

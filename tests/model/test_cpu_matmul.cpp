@@ -568,9 +568,9 @@ class TestCpuMatmul : public QObject {
   }
 
   // Greedy sampling's argmax: the index a forward scan keeping the first strictly greater value
-  // finds, on every length around the 4 x 16-lane (AVX-512) and 4 x 8-lane (AVX2) blocks and a 128K
-  // vocabulary, with ties (the first wins, -0 and +0 equal), infinities, all -inf, and NaN at the
-  // start, inside and last; on each path the CPU has, and through argmax() itself.
+  // finds, on every length around the 4 x 16-lane (AVX-512) and 4 x 8-lane (AVX2) blocks and a
+  // 128K vocabulary, with ties (the first wins, -0 and +0 equal), infinities, all -inf, and NaN at
+  // the start, inside and last; on each path the CPU has, and through argmax() itself.
   void greedyArgmaxIsTheForwardScan() {
     using crosslab::infer::detail::ArgmaxPath;
     std::vector<ArgmaxPath> paths{ArgmaxPath::Scalar};
