@@ -104,9 +104,10 @@ int runServe(const cli::Args& args, cli::Context& ctx) {
   infer::SchedulerOptions so;
   so.maxBatch = int(args.integer("--max-batch", 32, 1, 1024));
   so.maxModelLen = int(args.integer("--max-model-len", 0, 1, 1 << 20));
-  so.prefillChunk = int(args.integer("--prefill-chunk", 128, 1, 1 << 16));
-  so.stepwisePrefill = int(args.integer("--stepwise-prefill", 32, 0, 1 << 16));
-  so.prefillBatch = int(args.integer("--prefill-batch", infer::SchedulerOptions{}.prefillBatch, 1, 1024));
+  // The scheduler's own defaults (batch_bench takes the same ones).
+  so.prefillChunk = int(args.integer("--prefill-chunk", so.prefillChunk, 1, 1 << 16));
+  so.stepwisePrefill = int(args.integer("--stepwise-prefill", so.stepwisePrefill, 0, 1 << 16));
+  so.prefillBatch = int(args.integer("--prefill-batch", so.prefillBatch, 1, 1024));
   so.decodePath = args.choice("--decode-path", {"auto", "fused", "fused-split", "op-by-op"}, "auto");
   so.threads = int(args.integer("--threads", 0, 0, 1024));
   so.dtype = args.value("--dtype").value_or("f32");
